@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian 12 / Ubuntu 22.04+ machine, as root:
+# system packages, a virtual environment in .venv, and this project installed into it.
+# Sourced by scripts/run-main.sh and scripts/run-tests.sh; safe to run again.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv="$repo/.venv"
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: run as root (the emulator creates network namespaces and iptables rules)" >&2
+    exit 1
+fi
+
+# mininet (Python API + mnexec), iptables with NFQUEUE, libnetfilter-queue-dev to build
+# NetfilterQueue, tcpdump/iperf3/ethtool for the data path, python3-venv/-dev for the venv.
+apt_packages=(mininet iptables libnetfilter-queue-dev tcpdump iperf3 ethtool iproute2
+              python3 python3-venv python3-dev gcc procps)
+missing=()
+for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing system packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The venv uses the distribution's Python so that Debian's mininet package matches it;
+# mininet is not on PyPI, so its (pure-Python) package is linked into the venv alone,
+# rather than exposing every system package with --system-site-packages.
+py=${SYMPHONY_PYTHON:-/usr/bin/python3}
+if [ ! -x "$venv/bin/python" ]; then
+    echo "setup: creating virtual environment $venv"
+    "$py" -m venv "$venv"
+fi
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+mn_pkg=$(/usr/bin/python3 -c 'import mininet, os; print(os.path.dirname(mininet.__file__))')
+[ -e "$site/mininet" ] || ln -s "$mn_pkg" "$site/mininet"
+
+stamp="$venv/.installed"
+if [ ! -f "$stamp" ] || [ "$repo/setup.cfg" -nt "$stamp" ] || [ "$repo/setup.py" -nt "$stamp" ]; then
+    echo "setup: installing the project into $venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
+    "$venv/bin/python" -m pip install -q -e "$repo[test]"
+    touch "$stamp"
+fi

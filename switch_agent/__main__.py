@@ -1,0 +1,5 @@
+import sys
+
+from switch_agent.agent import main
+
+sys.exit(main())

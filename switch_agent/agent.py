@@ -1,0 +1,265 @@
+"""The switch agent process: one per switch namespace, on NFQUEUE (DESIGN.md §5).
+
+    python -m switch_agent --config s1.json
+
+The thin shell around :class:`switch_agent.pipeline.SwitchPipeline`: it binds the
+namespace's NFQUEUE queue, hands every forwarded packet to the pipeline with the
+egress port and the time, sends the verdicts, samples the port queues, answers the
+control socket and writes telemetry. SIGTERM/SIGINT end it cleanly with a ``final``
+telemetry record.
+
+The configuration file (JSON, written by ``topologies.fabric``):
+
+    {"switch": "s1", "queue_num": 0, "seed": 1,
+     "ports": {"s1-eth1": {"rate_bps": 1e7, "buffer_bytes": 262144}, ...},
+     "red": {"enabled": true, "kmin_bytes": 50000, "kmax_bytes": 100000, "pmax": 0.2},
+     "symphony": {"enabled": true, "k": 0.01, "tau": 0.25, "t_win_s": 0.1,
+                  "n_warmup": 2, "n_sample": 8},
+     "drop_fraction": 0.0, "sample_interval_s": 0.01,
+     "telemetry_path": "run/s1.jsonl", "control_path": "run/s1.ctl"}
+
+All times and rates are emulated values (already scaled; see ``hosts.scale``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import select
+import signal
+import socket
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+from switch_agent.nfqueue import NfQueue, queue_stats
+from switch_agent.pipeline import Port, RedParams, SwitchPipeline
+from switch_agent.queue_model import EgressQueue
+from switch_agent.symphony import SymphonyTracker, WindowRecord
+from switch_agent.telemetry import Telemetry
+
+SYMPHONY_KEYS = ("k", "tau", "t_win_s", "n_warmup", "n_sample")
+
+
+@dataclass
+class SymphonyParams:
+    enabled: bool = True
+    k: float = 0.01
+    tau: float = 0.25
+    t_win_s: float = 0.1
+    n_warmup: int = 2
+    n_sample: int = 8
+
+
+@dataclass
+class PortParams:
+    rate_bps: float
+    buffer_bytes: int
+
+
+@dataclass
+class AgentConfig:
+    switch: str
+    ports: dict[str, PortParams]
+    red: RedParams = field(default_factory=RedParams)
+    symphony: SymphonyParams = field(default_factory=SymphonyParams)
+    queue_num: int = 0
+    seed: int = 1
+    drop_fraction: float = 0.0
+    sample_interval_s: float = 0.01
+    telemetry_path: str | None = None
+    control_path: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "AgentConfig":
+        d = dict(d)
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown agent config keys {sorted(unknown)}")
+        d["ports"] = {name: PortParams(**p) for name, p in d["ports"].items()}
+        d["red"] = RedParams(**d.get("red", {}))
+        d["symphony"] = SymphonyParams(**d.get("symphony", {}))
+        return cls(**d)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Agent:
+    def __init__(self, cfg: AgentConfig):
+        self.cfg = cfg
+        self.telemetry = Telemetry(cfg.telemetry_path)
+        ports = {}
+        for name, p in cfg.ports.items():
+            ports[socket.if_nametoindex(name)] = Port(name, EgressQueue(p.rate_bps, p.buffer_bytes))
+        sp = cfg.symphony
+        tracker = SymphonyTracker(k=sp.k, tau=sp.tau, t_win_s=sp.t_win_s,
+                                  n_warmup=sp.n_warmup, n_sample=sp.n_sample)
+        self.pipeline = SwitchPipeline(ports, cfg.red, tracker, random.Random(cfg.seed).random,
+                                       symphony_enabled=sp.enabled,
+                                       drop_fraction=cfg.drop_fraction,
+                                       on_window=self._window)
+        self.running = True
+        self.nfq: NfQueue | None = None
+        self.ctl: socket.socket | None = None
+
+    # --- telemetry --------------------------------------------------------------
+    def _window(self, rec: WindowRecord, marks_red: int, marks_symphony: int) -> None:
+        r = rec._asdict()
+        r["t_s"] = r.pop("t_start_s")
+        self.telemetry.write({"type": "window", **r, "marks_red": marks_red,
+                              "marks_symphony": marks_symphony})
+
+    def _sample_ports(self, now: float) -> None:
+        for port in self.pipeline.ports.values():
+            q = port.queue.backlog(now)
+            c = port.counters
+            self.telemetry.write({"type": "port", "t_s": now, "port": port.name, "q_bytes": q,
+                                  "max_q_bytes": max(q, port.window_max_q_bytes),
+                                  "pkts": c.pkts, "bytes": c.bytes,
+                                  "marks": c.marks_red + c.marks_symphony + c.marks_both,
+                                  "model_drops": c.model_drops, "fault_drops": c.fault_drops})
+            port.window_max_q_bytes = q
+
+    def stats(self) -> dict:
+        now = time.monotonic()
+        tracker = self.pipeline.tracker
+        return {"switch": self.cfg.switch, "t_s": now,
+                "symphony": {"enabled": self.pipeline.symphony_enabled,
+                             **{k: getattr(tracker, k) for k in SYMPHONY_KEYS}},
+                "red": asdict(self.pipeline.red), "drop_fraction": self.pipeline.drop_fraction,
+                "jobs": {str(j): {"step_min": s.step_min, "psn_rec": s.psn_rec, "alpha": s.alpha,
+                                  "cnt_total": s.cnt_total, "cnt_op": s.cnt_op}
+                         for j, s in tracker.jobs.items()},
+                "queues": {p.name: p.queue.backlog(now) for p in self.pipeline.ports.values()},
+                "counters": self.pipeline.totals(),
+                "nfqueue": {**queue_stats(self.cfg.queue_num),
+                            "agent_enobufs": self.nfq.enobufs if self.nfq else 0}}
+
+    # --- control ---------------------------------------------------------------
+    def _command(self, cmd: dict) -> dict:
+        kind = cmd.get("cmd")
+        if kind == "stats":
+            return {"ok": True, **self.stats()}
+        if kind == "symphony":
+            params = {k: cmd[k] for k in SYMPHONY_KEYS if k in cmd}
+            unknown = set(cmd) - set(SYMPHONY_KEYS) - {"cmd", "enabled"}
+            if unknown:
+                raise ValueError(f"unknown symphony keys {sorted(unknown)}; "
+                                 f"allowed: enabled, {', '.join(SYMPHONY_KEYS)}")
+            self.pipeline.tracker.configure(**params)
+            if "enabled" in cmd:
+                self.pipeline.set_symphony(bool(cmd["enabled"]))
+            return {"ok": True, "enabled": self.pipeline.symphony_enabled, **params}
+        if kind == "red":
+            fields = {**asdict(self.pipeline.red), **{k: v for k, v in cmd.items() if k != "cmd"}}
+            self.pipeline.red = RedParams(**fields)
+            return {"ok": True, **asdict(self.pipeline.red)}
+        if kind == "drop_fraction":
+            self.pipeline.set_drop_fraction(float(cmd["value"]))
+            return {"ok": True, "drop_fraction": self.pipeline.drop_fraction}
+        raise ValueError(f"unknown command {kind!r}; allowed: stats, symphony, red, drop_fraction")
+
+    def _serve_control(self) -> None:
+        try:
+            data, peer = self.ctl.recvfrom(65536)
+        except BlockingIOError:
+            return
+        try:
+            cmd = json.loads(data)
+            reply = self._command(cmd)
+        except (ValueError, TypeError, KeyError) as e:
+            cmd, reply = data.decode(errors="replace"), {"ok": False, "error": str(e)}
+        if not (isinstance(cmd, dict) and cmd.get("cmd") == "stats"):
+            self.telemetry.write({"type": "control", "t_s": time.monotonic(), "command": cmd,
+                                  "reply": reply})
+        if peer:
+            try:
+                self.ctl.sendto(json.dumps(reply).encode(), peer)
+            except OSError:
+                pass
+
+    # --- main loop --------------------------------------------------------------
+    def run(self) -> int:
+        cfg = self.cfg
+        self.nfq = NfQueue(cfg.queue_num)
+        if cfg.control_path:
+            if os.path.exists(cfg.control_path):
+                os.unlink(cfg.control_path)
+            self.ctl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.ctl.bind(cfg.control_path)
+            self.ctl.setblocking(False)
+        self.telemetry.write({"type": "start", "t_s": time.monotonic(), "pid": os.getpid(),
+                              "config": cfg.to_dict()})
+        self.telemetry.flush()
+        poller = select.poll()
+        poller.register(self.nfq.fileno(), select.POLLIN)
+        if self.ctl:
+            poller.register(self.ctl.fileno(), select.POLLIN)
+        nfq_fd = self.nfq.fileno()
+        handle = self.pipeline.handle
+        monotonic = time.monotonic
+        process = self.nfq.process
+        interval = cfg.sample_interval_s
+        next_sample = monotonic() + interval
+        next_flush = monotonic() + 0.5
+
+        def handler(payload, outdev):
+            return handle(payload, outdev, monotonic())
+
+        try:
+            while self.running:
+                timeout_ms = max(0, int((next_sample - monotonic()) * 1000) + 1)
+                try:
+                    events = poller.poll(timeout_ms)
+                except InterruptedError:
+                    continue
+                for fd, _ in events:
+                    if fd == nfq_fd:
+                        process(handler)
+                    else:
+                        self._serve_control()
+                now = monotonic()
+                if now >= next_sample:
+                    self._sample_ports(now)
+                    next_sample = now + interval
+                if now >= next_flush:
+                    self.telemetry.flush()
+                    next_flush = now + 0.5
+        finally:
+            self._shutdown()
+        return 0
+
+    def _shutdown(self) -> None:
+        final = {"type": "final", "t_s": time.monotonic(), **self.stats()}
+        if self.nfq is not None:
+            self.nfq.close()
+        if self.ctl is not None:
+            self.ctl.close()
+            try:
+                os.unlink(self.cfg.control_path)
+            except FileNotFoundError:
+                pass
+        self.telemetry.write(final)
+        self.telemetry.close()
+
+    def stop(self, *_):
+        self.running = False
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m switch_agent", description=__doc__.split("\n")[0])
+    ap.add_argument("--config", required=True, help="agent configuration (JSON)")
+    args = ap.parse_args(argv)
+    with open(args.config) as f:
+        cfg = AgentConfig.from_dict(json.load(f))
+    agent = Agent(cfg)
+    signal.signal(signal.SIGTERM, agent.stop)
+    signal.signal(signal.SIGINT, agent.stop)
+    return agent.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""What one switch does to one forwarded packet: the agent's pure decision logic.
+
+Per packet, in order (DESIGN.md §5):
+
+1. Find the egress port from the kernel's routing decision (NFQUEUE's ``outdev``).
+   A packet leaving by a port the agent does not model passes untouched.
+2. Parse it as RoCEv2 (``hosts.wire``). Anything else (background TCP/UDP, ICMP,
+   ACKs, CNPs, malformed) passes untouched but still occupies the port's queue model.
+3. Fault injection: drop the given fraction of RoCE data packets (a lossy link).
+4. Queue model: enqueue on the port (drain at the port's rate, drop-tail at the buffer).
+5. Congestion point: RED probability on the queue (§5.2).
+6. Symphony (§5.3), when enabled: the tracker's probability for (job, step, psn, last).
+7. Mark CE if RED **or** Symphony says so, only on ECT packets; each mark is attributed
+   to its cause (RED only, Symphony only, both).
+
+No clock and no randomness of its own: ``now_s`` is passed in and ``random`` is an
+injected ``() -> float in [0, 1)``. :meth:`handle` returns what the NFQUEUE shell sends
+as the verdict: ``None`` (accept unchanged), ``b""`` (drop) or the rewritten packet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from hosts import wire
+from switch_agent.queue_model import L2_HEADER_BYTES, EgressQueue, red_probability
+from switch_agent.symphony import SymphonyTracker, WindowRecord
+
+
+@dataclass
+class RedParams:
+    """RED/ECN thresholds of the congestion point (HPCC config: 50 KB / 100 KB / 0.2)."""
+    enabled: bool = True
+    kmin_bytes: float = 50_000
+    kmax_bytes: float = 100_000
+    pmax: float = 0.2
+
+    def __post_init__(self):
+        if not 0 <= self.kmin_bytes < self.kmax_bytes:
+            raise ValueError(f"need 0 <= kmin_bytes < kmax_bytes, got {self.kmin_bytes}, "
+                             f"{self.kmax_bytes}")
+        if not 0 <= self.pmax <= 1:
+            raise ValueError(f"pmax must be in [0, 1], got {self.pmax}")
+
+
+@dataclass
+class PortCounters:
+    pkts: int = 0
+    bytes: int = 0
+    roce_pkts: int = 0
+    other_pkts: int = 0
+    model_drops: int = 0
+    fault_drops: int = 0
+    marks_red: int = 0
+    marks_symphony: int = 0
+    marks_both: int = 0
+    not_ect_unmarked: int = 0      # would have been marked, but the packet was Not-ECT
+
+
+@dataclass
+class Port:
+    name: str
+    queue: EgressQueue
+    counters: PortCounters = field(default_factory=PortCounters)
+    window_max_q_bytes: float = 0.0   # max backlog since the last sample
+
+
+class SwitchPipeline:
+    """The per-switch packet logic: queue model + RED + Symphony + fault knob."""
+
+    def __init__(self, ports: dict[int, Port], red: RedParams, tracker: SymphonyTracker,
+                 random: Callable[[], float], *, symphony_enabled: bool = True,
+                 drop_fraction: float = 0.0,
+                 on_window: Callable[[WindowRecord, int, int], None] | None = None):
+        self.ports = ports
+        self.red = red
+        self.tracker = tracker
+        self.random = random
+        self.symphony_enabled = symphony_enabled
+        self.set_drop_fraction(drop_fraction)
+        self.unknown_port_pkts = 0
+        # marks per job in the tracker's current window: job -> [red, symphony]
+        self._job_marks: dict[int, list[int]] = {}
+        self._on_window = on_window
+        tracker.on_window = self._window_closed
+
+    def set_drop_fraction(self, fraction: float) -> None:
+        if not 0 <= fraction <= 1:
+            raise ValueError(f"drop_fraction must be in [0, 1], got {fraction}")
+        self.drop_fraction = fraction
+
+    def set_symphony(self, enabled: bool) -> None:
+        """Switch Symphony on (afresh: per-job state is rebuilt from new packets) or off."""
+        if enabled and not self.symphony_enabled:
+            self.tracker.reset()
+        self.symphony_enabled = enabled
+
+    def _window_closed(self, rec: WindowRecord) -> None:
+        marks = self._job_marks.pop(rec.job, None) or (0, 0)
+        if self._on_window is not None:
+            self._on_window(rec, marks[0], marks[1])
+
+    def handle(self, pkt, outdev: int, now_s: float):
+        port = self.ports.get(outdev)
+        if port is None:
+            self.unknown_port_pkts += 1
+            return None
+        c = port.counters
+        nbytes = len(pkt)
+        c.pkts += 1
+        c.bytes += nbytes
+        hdr = wire.parse_ip_roce(pkt)
+        if hdr is None:
+            c.other_pkts += 1
+            if port.queue.enqueue(nbytes + L2_HEADER_BYTES, now_s) < 0:
+                c.model_drops += 1
+            elif port.queue.q_bytes > port.window_max_q_bytes:
+                port.window_max_q_bytes = port.queue.q_bytes
+            return None
+        c.roce_pkts += 1
+        if self.drop_fraction and self.random() < self.drop_fraction:
+            c.fault_drops += 1
+            return b""
+        q = port.queue.enqueue(nbytes + L2_HEADER_BYTES, now_s)
+        if q < 0:
+            c.model_drops += 1      # the kernel's FIFO will drop it too; nothing to mark
+            return None
+        if q > port.window_max_q_bytes:
+            port.window_max_q_bytes = q
+
+        red_mark = False
+        red = self.red
+        if red.enabled and q > red.kmin_bytes:
+            p = red_probability(q, red.kmin_bytes, red.kmax_bytes, red.pmax)
+            red_mark = p >= 1.0 or self.random() < p
+        sym_mark = False
+        if self.symphony_enabled:
+            p = self.tracker.observe(hdr.job, hdr.step, hdr.psn, hdr.last, now_s)
+            sym_mark = p > 0.0 and (p >= 1.0 or self.random() < p)
+        if not (red_mark or sym_mark):
+            return None
+        if hdr.ecn == wire.ECN_NOT_ECT:
+            c.not_ect_unmarked += 1
+            return None
+        if red_mark and sym_mark:
+            c.marks_both += 1
+        elif red_mark:
+            c.marks_red += 1
+        else:
+            c.marks_symphony += 1
+        jm = self._job_marks.get(hdr.job)
+        if jm is None:
+            jm = self._job_marks[hdr.job] = [0, 0]
+        jm[0] += red_mark
+        jm[1] += sym_mark
+        if hdr.ecn == wire.ECN_CE:
+            return None             # already CE: nothing to rewrite
+        out = bytearray(pkt)
+        wire.mark_ce(out)
+        return out
+
+    def totals(self) -> dict:
+        """Counters summed over ports, plus per-port counters."""
+        total = PortCounters()
+        for port in self.ports.values():
+            for k, v in vars(port.counters).items():
+                setattr(total, k, getattr(total, k) + v)
+        return {"total": vars(total), "unknown_port_pkts": self.unknown_port_pkts,
+                "ports": {p.name: vars(p.counters) for p in self.ports.values()}}

@@ -1,0 +1,68 @@
+"""Egress-queue model of one switch port and RED/ECN marking (DESIGN.md §5.1, §5.2).
+
+The real queue is the port's HTB-shaped bounded FIFO in the kernel; the agent sees each
+packet just before it is enqueued there (the NFQUEUE verdict *is* the enqueue), so it
+keeps a fluid model of that queue: on every enqueue
+
+    q <- max(0, q - rate * (now - t_last)) + len
+
+draining at the port's rate exactly as the HTB does, with drop-tail at the buffer size.
+Lengths are charged as HTB charges them: the IP packet plus the 14-byte Ethernet
+header. The congestion point (DCQCN's CP) marks ECT packets with RED's probability
+``pmax * (q - kmin) / (kmax - kmin)`` between the thresholds and always above kmax,
+where ``q`` includes the arriving packet.
+"""
+
+from __future__ import annotations
+
+L2_HEADER_BYTES = 14
+
+
+class EgressQueue:
+    """Fluid model of a FIFO that drains at ``rate_bps`` and holds ``buffer_bytes``."""
+    __slots__ = ("rate_Bps", "buffer_bytes", "q_bytes", "t_last_s", "max_q_bytes",
+                 "enqueued_pkts", "enqueued_bytes", "dropped_pkts")
+
+    def __init__(self, rate_bps: float, buffer_bytes: int):
+        if rate_bps <= 0:
+            raise ValueError(f"rate_bps must be > 0, got {rate_bps}")
+        if buffer_bytes <= 0:
+            raise ValueError(f"buffer_bytes must be > 0, got {buffer_bytes}")
+        self.rate_Bps = rate_bps / 8.0
+        self.buffer_bytes = buffer_bytes
+        self.q_bytes = 0.0
+        self.t_last_s = None
+        self.max_q_bytes = 0.0
+        self.enqueued_pkts = 0
+        self.enqueued_bytes = 0
+        self.dropped_pkts = 0
+
+    def backlog(self, now_s: float) -> float:
+        """Bytes queued at ``now_s`` (drains the model up to then)."""
+        if self.t_last_s is not None:
+            q = self.q_bytes - self.rate_Bps * (now_s - self.t_last_s)
+            self.q_bytes = q if q > 0.0 else 0.0
+        self.t_last_s = now_s
+        return self.q_bytes
+
+    def enqueue(self, nbytes: int, now_s: float) -> float:
+        """Offer ``nbytes``; returns the backlog including it, or -1.0 if drop-tail hit."""
+        q = self.backlog(now_s) + nbytes
+        if q > self.buffer_bytes:
+            self.dropped_pkts += 1
+            return -1.0
+        self.q_bytes = q
+        if q > self.max_q_bytes:
+            self.max_q_bytes = q
+        self.enqueued_pkts += 1
+        self.enqueued_bytes += nbytes
+        return q
+
+
+def red_probability(q_bytes: float, kmin_bytes: float, kmax_bytes: float, pmax: float) -> float:
+    """RED/ECN marking probability for a queue of ``q_bytes`` (0 at or below kmin)."""
+    if q_bytes <= kmin_bytes:
+        return 0.0
+    if q_bytes >= kmax_bytes:
+        return 1.0
+    return pmax * (q_bytes - kmin_bytes) / (kmax_bytes - kmin_bytes)

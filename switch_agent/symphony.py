@@ -1,0 +1,165 @@
+"""Symphony's per-job progress tracker and marking probability (paper §3.3–§3.5).
+
+A pure class: no clock, no randomness, no I/O. The caller passes each RoCE data
+packet's (job, step, psn, last) and the current time, gets the marking probability
+P back and tosses the coin itself. Names follow Algorithm 1 of the paper:
+
+    step_min   smallest step currently observed among the job's active flows
+    psn_rec    max PSN seen in step_min during the current window (§3.4.2)
+    alpha      adaptive aggressiveness, >= 1, updated once per window (eq. 2, 3)
+    cnt_total  packets of the job in the current window (§3.4.3)
+    cnt_op     of those, packets from an outpacing step (step > step_min)
+
+Per packet (DESIGN.md §5.3):
+
+1. If ``now`` lies in a later window than the current one, close the current window:
+   if ``cnt_total > n_sample`` (sample guard) ``alpha <- max(1, alpha ± 1)`` (+1 when
+   ``cnt_op >= tau * cnt_total``), then reset both counters and ``psn_rec <- 0``.
+   Windows lie on a fixed grid ``[t0 + n*t_win, t0 + (n+1)*t_win)`` anchored at the
+   job's first packet; empty windows in between change nothing.
+2. ``cnt_total += 1``; ``cnt_op += 1`` if ``step > step_min`` (before step 3).
+3. LAST: ``step_min <- step + 1, psn_rec <- 0``; elif ``step < step_min``:
+   ``step_min, psn_rec <- step, psn`` (late packet: lazy correction); elif
+   ``step == step_min``: ``psn_rec <- max(psn_rec, psn)``.
+4. If ``step <= step_min`` or ``psn_rec <= n_warmup``: P = 0; else
+   ``P = min(1, k * alpha * psn / psn_rec)`` (eq. 1, 4).
+
+Steps are the 16-bit values from the wire and are compared with serial-number
+arithmetic (RFC 1982), so a job may run past step 65535.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+STEP_MASK = 0xFFFF
+
+
+def _diff(a: int, b: int) -> int:
+    """Signed 16-bit serial distance a - b (same rule as ``hosts.wire.step_diff``)."""
+    return ((a - b + 0x8000) & STEP_MASK) - 0x8000
+
+
+class WindowRecord(NamedTuple):
+    """A closed window of one job, as handed to the ``on_window`` callback."""
+    job: int
+    window: int           # index on the job's grid
+    t_start_s: float
+    step_min: int
+    psn_rec: int
+    alpha: int            # alpha after this window's update
+    cnt_total: int
+    cnt_op: int
+
+
+class JobState:
+    """Symphony's per-job state block (§3.3): progress tracking + adaptive control."""
+    __slots__ = ("step_min", "psn_rec", "alpha", "cnt_total", "cnt_op", "t0_s", "window")
+
+    def __init__(self, step: int, now_s: float):
+        self.step_min = step
+        self.psn_rec = 0
+        self.alpha = 1
+        self.cnt_total = 0
+        self.cnt_op = 0
+        self.t0_s = now_s
+        self.window = 0
+
+
+class SymphonyTracker:
+    """Per-switch Symphony: isolated state per job (§3.5), marking probability per packet."""
+
+    def __init__(self, k: float = 0.01, tau: float = 0.25, t_win_s: float = 0.1,
+                 n_warmup: int = 2, n_sample: int = 8,
+                 on_window: Callable[[WindowRecord], None] | None = None):
+        self.jobs: dict[int, JobState] = {}
+        self.on_window = on_window
+        self.configure(k=k, tau=tau, t_win_s=t_win_s, n_warmup=n_warmup, n_sample=n_sample)
+
+    def configure(self, *, k: float | None = None, tau: float | None = None,
+                  t_win_s: float | None = None, n_warmup: int | None = None,
+                  n_sample: int | None = None) -> None:
+        """Change parameters while running. A new ``t_win_s`` re-anchors each job's grid
+        at the start of its current window, so no window is cut short or stretched."""
+        if k is not None:
+            if not 0 <= k:
+                raise ValueError(f"k must be >= 0, got {k}")
+            self.k = float(k)
+        if tau is not None:
+            if not 0 <= tau <= 1:
+                raise ValueError(f"tau must be in [0, 1], got {tau}")
+            self.tau = float(tau)
+        if n_warmup is not None:
+            if n_warmup < 0:
+                raise ValueError(f"n_warmup must be >= 0, got {n_warmup}")
+            self.n_warmup = int(n_warmup)
+        if n_sample is not None:
+            if n_sample < 0:
+                raise ValueError(f"n_sample must be >= 0, got {n_sample}")
+            self.n_sample = int(n_sample)
+        if t_win_s is not None:
+            if not t_win_s > 0:
+                raise ValueError(f"t_win_s must be > 0, got {t_win_s}")
+            old = getattr(self, "t_win_s", None)
+            if old is not None:
+                for st in self.jobs.values():
+                    st.t0_s += st.window * old
+                    st.window = 0
+            self.t_win_s = float(t_win_s)
+
+    def reset(self) -> None:
+        """Forget every job (Symphony switched on afresh)."""
+        self.jobs.clear()
+
+    def state(self, job: int) -> tuple[int, int, int]:
+        """(step_min, psn_rec, alpha) of ``job``; KeyError if it has sent nothing yet."""
+        st = self.jobs[job]
+        return st.step_min, st.psn_rec, st.alpha
+
+    def observe(self, job: int, step: int, psn: int, last: bool, now_s: float) -> float:
+        """Account one data packet of ``job`` and return its marking probability P."""
+        st = self.jobs.get(job)
+        if st is None:
+            st = self.jobs[job] = JobState(step & STEP_MASK, now_s)
+        else:
+            window = int((now_s - st.t0_s) // self.t_win_s)
+            if window > st.window:
+                self._close_window(job, st)
+                st.window = window
+
+        # Step 2: traffic statistics, against step_min before this packet's update.
+        st.cnt_total += 1
+        if _diff(step, st.step_min) > 0:
+            st.cnt_op += 1
+
+        # Step 3: progress tracking (Algorithm 1, lines 3-10).
+        if last:
+            st.step_min = (step + 1) & STEP_MASK
+            st.psn_rec = 0
+        else:
+            d = _diff(step, st.step_min)
+            if d < 0:
+                st.step_min = step & STEP_MASK
+                st.psn_rec = psn
+            elif d == 0 and psn > st.psn_rec:
+                st.psn_rec = psn
+
+        # Step 4: selective throttling (lines 11-17).
+        if _diff(step, st.step_min) <= 0 or st.psn_rec <= self.n_warmup:
+            return 0.0
+        p = self.k * st.alpha * psn / st.psn_rec
+        return p if p < 1.0 else 1.0
+
+    def _close_window(self, job: int, st: JobState) -> None:
+        if st.cnt_total > self.n_sample:
+            if st.cnt_op >= self.tau * st.cnt_total:
+                st.alpha += 1
+            elif st.alpha > 1:
+                st.alpha -= 1
+        if self.on_window is not None:
+            self.on_window(WindowRecord(job, st.window, st.t0_s + st.window * self.t_win_s,
+                                        st.step_min, st.psn_rec, st.alpha,
+                                        st.cnt_total, st.cnt_op))
+        st.cnt_total = 0
+        st.cnt_op = 0
+        st.psn_rec = 0

@@ -1,0 +1,259 @@
+"""Fabric wiring in one place: addresses, routes, qdiscs, NFQUEUE and the switch agent.
+
+Topologies (``leafspine.py``, ``dumbbell.py``) only declare nodes and links; this module
+says what every node *is*:
+
+* :class:`FabricHost`: a Mininet host whose egress is shaped to the link rate (HTB with
+  a bounded FIFO), offloads off, jumbo MTU (4 KB RoCE MTU + headers fits).
+* :class:`FabricSwitch`: a Linux router in its own network namespace: IPv4 forwarding,
+  L4 ECMP (``fib_multipath_hash_policy=1``), one HTB-shaped egress per port (link rate,
+  bounded FIFO = switch buffer per port), every forwarded packet queued to NFQUEUE 0,
+  and the switch agent (``python -m switch_agent``) running on that queue.
+
+Addressing plan (leaf t, host i on it, spine s):
+
+    host      10.t.i.2/24, gateway 10.t.i.1 (the leaf's port)
+    leaf<->spine  10.(128+s).t.1/24 on the leaf, .2 on the spine
+
+Routing: leaves reach other leaves' hosts (10.t'.0.0/16) over all spines as one
+multipath route (``ecmp``), or host i of any leaf over spine ``i mod S`` (``static``:
+ring/channel r, made of host r of every leaf, rides spine r mod S). Spines route
+10.t.0.0/16 to leaf t.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from mininet.node import Host, Switch
+
+from hosts.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS, SYMPHONY_T_WIN_S
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FABRIC_MTU = 9000
+L2_BURST_BYTES = 9100               # HTB burst: one jumbo frame, so shaping stays packet-accurate
+DEFAULT_RATE_BPS = DEFAULT_SCALE.rate_bps(PAPER_LINK_RATE_BPS)
+DEFAULT_BUFFER_BYTES = 512 * 1024   # per egress port
+ROUTING_MODES = ("ecmp", "static")
+MAX_LEAVES = 128
+MAX_SPINES = 127
+MAX_HOSTS_PER_LEAF = 254
+
+
+_default_rundir: str | None = None
+
+
+def default_rundir() -> str:
+    """Where agents write when no run folder is given (plain `mn --custom` use): one
+    folder per process, kept after the run so its telemetry can be read."""
+    global _default_rundir
+    if _default_rundir is None:
+        _default_rundir = tempfile.mkdtemp(prefix="symphony-emu-")
+        print(f"*** switch agents write telemetry to {_default_rundir}", file=sys.stderr)
+    return _default_rundir
+
+
+# --- the address plan -----------------------------------------------------------------
+
+def host_ip(leaf: int, i: int) -> str:
+    return f"10.{leaf}.{i}.2"
+
+
+def host_gateway(leaf: int, i: int) -> str:
+    return f"10.{leaf}.{i}.1"
+
+
+def leaf_uplink_ip(leaf: int, spine: int) -> str:
+    return f"10.{128 + spine}.{leaf}.1"
+
+
+def spine_downlink_ip(leaf: int, spine: int) -> str:
+    return f"10.{128 + spine}.{leaf}.2"
+
+
+def host_name(leaf: int, i: int, hosts_per_leaf: int) -> str:
+    return f"h{leaf * hosts_per_leaf + i}"
+
+
+def leaf_name(leaf: int) -> str:
+    return f"leaf{leaf}"
+
+
+def spine_name(spine: int) -> str:
+    return f"spine{spine}"
+
+
+def check_shape(leaves: int, spines: int, hosts_per_leaf: int, routing: str) -> None:
+    if not 1 <= leaves <= MAX_LEAVES:
+        raise ValueError(f"leaves must be in 1..{MAX_LEAVES}, got {leaves}")
+    if not 0 <= spines <= MAX_SPINES:
+        raise ValueError(f"spines must be in 0..{MAX_SPINES}, got {spines}")
+    if leaves > 1 and spines == 0:
+        raise ValueError("more than one leaf needs at least one spine")
+    if not 1 <= hosts_per_leaf <= MAX_HOSTS_PER_LEAF:
+        raise ValueError(f"hosts per leaf must be in 1..{MAX_HOSTS_PER_LEAF}, got {hosts_per_leaf}")
+    if routing not in ROUTING_MODES:
+        raise ValueError(f"routing must be one of {', '.join(ROUTING_MODES)}, got {routing!r}")
+
+
+def leaf_routes(leaf: int, leaves: int, spines: int, hosts_per_leaf: int,
+                routing: str) -> list[tuple[str, list[str]]]:
+    """(destination prefix, next hops) of one leaf towards the other leaves' hosts."""
+    routes = []
+    for other in range(leaves):
+        if other == leaf:
+            continue
+        if routing == "ecmp":
+            routes.append((f"10.{other}.0.0/16",
+                           [spine_downlink_ip(leaf, s) for s in range(spines)]))
+        else:
+            for i in range(hosts_per_leaf):
+                routes.append((f"10.{other}.{i}.0/24", [spine_downlink_ip(leaf, i % spines)]))
+    return routes
+
+
+def spine_routes(spine: int, leaves: int) -> list[tuple[str, list[str]]]:
+    return [(f"10.{leaf}.0.0/16", [leaf_uplink_ip(leaf, spine)]) for leaf in range(leaves)]
+
+
+# --- shaping (one place for qdiscs) ----------------------------------------------------
+
+def shape_commands(intf: str, rate_bps: float, buffer_bytes: int) -> list[str]:
+    """HTB at ``rate_bps`` with a bounded byte FIFO as its only leaf (drop-tail)."""
+    rate = int(rate_bps)
+    return [
+        f"tc qdisc replace dev {intf} root handle 1: htb default 1",
+        f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate}bit ceil {rate}bit "
+        f"burst {L2_BURST_BYTES} cburst {L2_BURST_BYTES}",
+        f"tc qdisc replace dev {intf} parent 1:1 handle 10: bfifo limit {int(buffer_bytes)}",
+    ]
+
+
+def interface_commands(intf: str) -> list[str]:
+    return [f"ip link set dev {intf} mtu {FABRIC_MTU}",
+            f"ethtool -K {intf} tso off gso off gro off >/dev/null 2>&1 || true"]
+
+
+def _run(node, cmds: list[str]) -> None:
+    """Run shell commands in ``node``'s namespace; raise naming the one that failed."""
+    for cmd in cmds:
+        out = node.cmd(cmd + "; echo __rc=$?")
+        rc = out.rsplit("__rc=", 1)[-1].strip()
+        if rc != "0":
+            raise RuntimeError(f"{node.name}: `{cmd}` failed (rc {rc}): "
+                               f"{out.rsplit('__rc=', 1)[0].strip()}")
+
+
+# --- nodes ----------------------------------------------------------------------------
+
+class FabricHost(Host):
+    """A host whose NIC egress is shaped to its link rate."""
+
+    def config(self, rate_bps: float = DEFAULT_RATE_BPS, buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+               **params):
+        r = super().config(**params)
+        cmds = []
+        for intf in self.intfNames():
+            if intf == "lo":
+                continue
+            cmds += interface_commands(intf) + shape_commands(intf, rate_bps, buffer_bytes)
+        _run(self, cmds)
+        self.rate_bps = rate_bps
+        return r
+
+
+class FabricSwitch(Switch):
+    """A router namespace with shaped ports, NFQUEUE and the switch agent."""
+
+    def __init__(self, name, routes=(), rate_bps: float = DEFAULT_RATE_BPS,
+                 buffer_bytes: int = DEFAULT_BUFFER_BYTES, agent: dict | None = None,
+                 rundir: str | None = None, with_agent: bool = True, **params):
+        params.setdefault("inNamespace", True)
+        super().__init__(name, **params)
+        self.routes = [(dst, list(nhs)) for dst, nhs in routes]
+        self.rate_bps = rate_bps
+        self.buffer_bytes = buffer_bytes
+        self.agent_params = dict(agent or {})
+        self.rundir = rundir
+        self.with_agent = with_agent
+        self.agent_proc: subprocess.Popen | None = None
+        self.agent_config_path = self.telemetry_path = self.control_path = None
+
+    def start(self, controllers):
+        cmds = ["sysctl -qw net.ipv4.ip_forward=1",
+                "sysctl -qw net.ipv4.fib_multipath_hash_policy=1",
+                "sysctl -qw net.ipv4.conf.all.rp_filter=0",
+                "sysctl -qw net.ipv4.conf.default.rp_filter=0"]
+        ports = {}
+        for intf in self.intfNames():
+            if intf == "lo":
+                continue
+            cmds += interface_commands(intf) + shape_commands(intf, self.rate_bps, self.buffer_bytes)
+            cmds.append(f"sysctl -qw net.ipv4.conf.{intf.replace('.', '/')}.rp_filter=0")
+            ports[intf] = {"rate_bps": self.rate_bps, "buffer_bytes": self.buffer_bytes}
+        for dst, nexthops in self.routes:
+            if len(nexthops) == 1:
+                cmds.append(f"ip route replace {dst} via {nexthops[0]}")
+            else:
+                hops = " ".join(f"nexthop via {nh} weight 1" for nh in nexthops)
+                cmds.append(f"ip route replace {dst} {hops}")
+        cmds.append("iptables -w -A FORWARD -j NFQUEUE --queue-num 0")
+        _run(self, cmds)
+        if self.with_agent:
+            self.start_agent(ports)
+
+    def start_agent(self, ports: dict, timeout_s: float = 10.0) -> None:
+        if self.rundir is None:
+            self.rundir = default_rundir()
+        os.makedirs(self.rundir, exist_ok=True)
+        cfg = {"switch": self.name, "ports": ports,
+               "telemetry_path": os.path.join(self.rundir, f"{self.name}.jsonl"),
+               "control_path": os.path.join(self.rundir, f"{self.name}.ctl"),
+               **self.agent_params}
+        cfg.setdefault("symphony", {}).setdefault("t_win_s", DEFAULT_SCALE.time_s(SYMPHONY_T_WIN_S))
+        self.agent_config_path = os.path.join(self.rundir, f"{self.name}.agent.json")
+        with open(self.agent_config_path, "w") as f:
+            json.dump(cfg, f, indent=1)
+        self.telemetry_path, self.control_path = cfg["telemetry_path"], cfg["control_path"]
+        if os.path.exists(self.control_path):
+            os.unlink(self.control_path)
+        log = open(os.path.join(self.rundir, f"{self.name}.agent.log"), "w")
+        env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.agent_proc = self.popen([sys.executable, "-m", "switch_agent",
+                                      "--config", self.agent_config_path],
+                                     stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)
+        log.close()
+        deadline = time.monotonic() + timeout_s
+        while not os.path.exists(self.control_path):
+            if self.agent_proc.poll() is not None:
+                with open(os.path.join(self.rundir, f"{self.name}.agent.log")) as f:
+                    raise RuntimeError(f"switch agent of {self.name} exited with "
+                                       f"{self.agent_proc.returncode}:\n{f.read()}")
+            if time.monotonic() > deadline:
+                self.stop_agent()
+                raise RuntimeError(f"switch agent of {self.name} not ready after {timeout_s} s")
+            time.sleep(0.02)
+
+    def stop_agent(self, timeout_s: float = 5.0) -> int | None:
+        """SIGTERM the agent (it writes its final counters) and reap it; SIGKILL if stuck."""
+        proc, self.agent_proc = self.agent_proc, None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def stop(self, deleteIntfs=True):
+        self.stop_agent()
+        super().stop(deleteIntfs)
