@@ -57,6 +57,7 @@ class SymphonyParams:
 class PortParams:
     rate_bps: float
     buffer_bytes: int
+    burst_bytes: float = 0.0      # the port shaper's token bucket (HTB burst)
 
 
 @dataclass
@@ -93,7 +94,8 @@ class Agent:
         self.telemetry = Telemetry(cfg.telemetry_path)
         ports = {}
         for name, p in cfg.ports.items():
-            ports[socket.if_nametoindex(name)] = Port(name, EgressQueue(p.rate_bps, p.buffer_bytes))
+            ports[socket.if_nametoindex(name)] = Port(name, EgressQueue(p.rate_bps, p.buffer_bytes,
+                                                                 p.burst_bytes))
         sp = cfg.symphony
         tracker = SymphonyTracker(k=sp.k, tau=sp.tau, t_win_s=sp.t_win_s,
                                   n_warmup=sp.n_warmup, n_sample=sp.n_sample)

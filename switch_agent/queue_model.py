@@ -6,7 +6,11 @@ keeps a fluid model of that queue: on every enqueue
 
     q <- max(0, q - rate * (now - t_last)) + len
 
-draining at the port's rate exactly as the HTB does, with drop-tail at the buffer size.
+draining at the port's rate as the HTB does, with drop-tail at the buffer size. Like
+the HTB it has a token bucket of ``burst_bytes``: credit saved while the port idles
+(up to the burst) is spent at once by the next arrivals, so a busy period starts with
+the backlog the kernel shows, not one burst above it. (Measured against
+``tc -s qdisc`` backlog: without the bucket the model ran ~2.6 frames high.)
 Lengths are charged as HTB charges them: the IP packet plus the 14-byte Ethernet
 header. The congestion point (DCQCN's CP) marks ECT packets with RED's probability
 ``pmax * (q - kmin) / (kmax - kmin)`` between the thresholds and always above kmax,
@@ -20,16 +24,20 @@ L2_HEADER_BYTES = 14
 
 class EgressQueue:
     """Fluid model of a FIFO that drains at ``rate_bps`` and holds ``buffer_bytes``."""
-    __slots__ = ("rate_Bps", "buffer_bytes", "q_bytes", "t_last_s", "max_q_bytes",
-                 "enqueued_pkts", "enqueued_bytes", "dropped_pkts")
+    __slots__ = ("rate_Bps", "buffer_bytes", "burst_bytes", "q_bytes", "tokens", "t_last_s",
+                 "max_q_bytes", "enqueued_pkts", "enqueued_bytes", "dropped_pkts")
 
-    def __init__(self, rate_bps: float, buffer_bytes: int):
+    def __init__(self, rate_bps: float, buffer_bytes: int, burst_bytes: float = 0.0):
         if rate_bps <= 0:
             raise ValueError(f"rate_bps must be > 0, got {rate_bps}")
         if buffer_bytes <= 0:
             raise ValueError(f"buffer_bytes must be > 0, got {buffer_bytes}")
+        if burst_bytes < 0:
+            raise ValueError(f"burst_bytes must be >= 0, got {burst_bytes}")
         self.rate_Bps = rate_bps / 8.0
         self.buffer_bytes = buffer_bytes
+        self.burst_bytes = float(burst_bytes)
+        self.tokens = float(burst_bytes)     # an idle port has a full bucket
         self.q_bytes = 0.0
         self.t_last_s = None
         self.max_q_bytes = 0.0
@@ -39,10 +47,17 @@ class EgressQueue:
 
     def backlog(self, now_s: float) -> float:
         """Bytes queued at ``now_s`` (drains the model up to then)."""
-        if self.t_last_s is not None:
-            q = self.q_bytes - self.rate_Bps * (now_s - self.t_last_s)
-            self.q_bytes = q if q > 0.0 else 0.0
-        self.t_last_s = now_s
+        if self.t_last_s is not None and now_s > self.t_last_s:
+            credit = self.tokens + self.rate_Bps * (now_s - self.t_last_s)
+            if credit >= self.q_bytes:
+                credit -= self.q_bytes
+                self.q_bytes = 0.0
+                self.tokens = credit if credit < self.burst_bytes else self.burst_bytes
+            else:
+                self.q_bytes -= credit
+                self.tokens = 0.0
+        if self.t_last_s is None or now_s > self.t_last_s:
+            self.t_last_s = now_s
         return self.q_bytes
 
     def enqueue(self, nbytes: int, now_s: float) -> float:
@@ -51,6 +66,10 @@ class EgressQueue:
         if q > self.buffer_bytes:
             self.dropped_pkts += 1
             return -1.0
+        if self.tokens > 0.0:               # saved credit sends (part of) it at once
+            spent = self.tokens if self.tokens < q else q
+            self.tokens -= spent
+            q -= spent
         self.q_bytes = q
         if q > self.max_q_bytes:
             self.max_q_bytes = q

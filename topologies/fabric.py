@@ -50,11 +50,13 @@ _default_rundir: str | None = None
 
 
 def default_rundir() -> str:
-    """Where agents write when no run folder is given (plain `mn --custom` use): one
-    folder per process, kept after the run so its telemetry can be read."""
+    """Where agents write when no run folder is given (plain `mn --custom` use):
+    $SYMPHONY_EMU_RUNDIR if set, else a new /tmp/symphony-emu-* folder per process, kept
+    after the run so its telemetry can be read."""
     global _default_rundir
     if _default_rundir is None:
-        _default_rundir = tempfile.mkdtemp(prefix="symphony-emu-")
+        _default_rundir = os.environ.get("SYMPHONY_EMU_RUNDIR") or tempfile.mkdtemp(
+            prefix="symphony-emu-")
         print(f"*** switch agents write telemetry to {_default_rundir}", file=sys.stderr)
     return _default_rundir
 
@@ -87,6 +89,20 @@ def leaf_name(leaf: int) -> str:
 
 def spine_name(spine: int) -> str:
     return f"spine{spine}"
+
+
+def leaf_port_to_host(leaf: int, i: int) -> str:
+    """Interface of ``leaf`` towards its host ``i`` (ports are numbered in link order:
+    hosts first, then spines)."""
+    return f"{leaf_name(leaf)}-eth{i + 1}"
+
+
+def leaf_port_to_spine(leaf: int, spine: int, hosts_per_leaf: int) -> str:
+    return f"{leaf_name(leaf)}-eth{hosts_per_leaf + spine + 1}"
+
+
+def spine_port_to_leaf(spine: int, leaf: int) -> str:
+    return f"{spine_name(spine)}-eth{leaf + 1}"
 
 
 def check_shape(leaves: int, spines: int, hosts_per_leaf: int, routing: str) -> None:
@@ -173,11 +189,13 @@ class FabricSwitch(Switch):
 
     def __init__(self, name, routes=(), rate_bps: float = DEFAULT_RATE_BPS,
                  buffer_bytes: int = DEFAULT_BUFFER_BYTES, agent: dict | None = None,
-                 rundir: str | None = None, with_agent: bool = True, **params):
+                 rundir: str | None = None, with_agent: bool = True,
+                 port_rate_bps: dict[str, float] | None = None, **params):
         params.setdefault("inNamespace", True)
         super().__init__(name, **params)
         self.routes = [(dst, list(nhs)) for dst, nhs in routes]
         self.rate_bps = rate_bps
+        self.port_rate_bps = dict(port_rate_bps or {})   # per-interface overrides
         self.buffer_bytes = buffer_bytes
         self.agent_params = dict(agent or {})
         self.rundir = rundir
@@ -194,9 +212,11 @@ class FabricSwitch(Switch):
         for intf in self.intfNames():
             if intf == "lo":
                 continue
-            cmds += interface_commands(intf) + shape_commands(intf, self.rate_bps, self.buffer_bytes)
+            rate = self.port_rate_bps.get(intf, self.rate_bps)
+            cmds += interface_commands(intf) + shape_commands(intf, rate, self.buffer_bytes)
             cmds.append(f"sysctl -qw net.ipv4.conf.{intf.replace('.', '/')}.rp_filter=0")
-            ports[intf] = {"rate_bps": self.rate_bps, "buffer_bytes": self.buffer_bytes}
+            ports[intf] = {"rate_bps": rate, "buffer_bytes": self.buffer_bytes,
+                           "burst_bytes": L2_BURST_BYTES}
         for dst, nexthops in self.routes:
             if len(nexthops) == 1:
                 cmds.append(f"ip route replace {dst} via {nexthops[0]}")
@@ -204,6 +224,10 @@ class FabricSwitch(Switch):
                 hops = " ".join(f"nexthop via {nh} weight 1" for nh in nexthops)
                 cmds.append(f"ip route replace {dst} {hops}")
         cmds.append("iptables -w -A FORWARD -j NFQUEUE --queue-num 0")
+        unknown = set(self.port_rate_bps) - set(ports)
+        if unknown:
+            raise ValueError(f"{self.name}: port_rate_bps names unknown interfaces "
+                             f"{sorted(unknown)}; ports are {sorted(ports)}")
         _run(self, cmds)
         if self.with_agent:
             self.start_agent(ports)

@@ -28,16 +28,21 @@ class LeafSpineTopo(Topo):
 
     def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=fabric.DEFAULT_RATE_BPS,
               buffer_bytes=fabric.DEFAULT_BUFFER_BYTES, routing="ecmp", agent=None,
-              rundir=None, with_agent=True):
+              rundir=None, with_agent=True, port_rates=None):
+        """``port_rates``: {switch name: {interface: rate_bps}} overrides of single
+        egress ports (a slower hop); ``agent``: agent config keys (red, symphony, ...)."""
         fabric.check_shape(leaves, spines, hosts_per_leaf, routing)
         switch_opts = dict(cls=fabric.FabricSwitch, rate_bps=rate_bps, buffer_bytes=buffer_bytes,
                            agent=agent, rundir=rundir, with_agent=with_agent, inNamespace=True)
+        port_rates = port_rates or {}
         for t in range(leaves):
-            self.addSwitch(fabric.leaf_name(t), routes=fabric.leaf_routes(
-                t, leaves, spines, hosts_per_leaf, routing), **switch_opts)
+            name = fabric.leaf_name(t)
+            self.addSwitch(name, routes=fabric.leaf_routes(t, leaves, spines, hosts_per_leaf, routing),
+                           port_rate_bps=port_rates.get(name), **switch_opts)
         for s in range(spines):
-            self.addSwitch(fabric.spine_name(s), routes=fabric.spine_routes(s, leaves),
-                           **switch_opts)
+            name = fabric.spine_name(s)
+            self.addSwitch(name, routes=fabric.spine_routes(s, leaves),
+                           port_rate_bps=port_rates.get(name), **switch_opts)
         for t in range(leaves):
             for i in range(hosts_per_leaf):
                 h = self.addHost(fabric.host_name(t, i, hosts_per_leaf), cls=fabric.FabricHost,

@@ -1,0 +1,145 @@
+"""Bring a fabric up from a topology, and take down exactly what was brought up.
+
+    with Fabric(LeafSpineTopo(4, 4, 4, rundir=run_dir)) as fab:
+        fab.net["h0"].cmd("ping -c1 10.1.0.2")
+        fab.agent("leaf0", {"cmd": "stats"})
+
+Teardown happens on normal exit, on exceptions and on Ctrl-C (KeyboardInterrupt):
+agents get SIGTERM (they write their final counters), then Mininet stops every
+node and link it created. Afterwards the recorded process ids and interface names are
+checked; anything still there is removed by pid / by name and reported — never by
+pattern, so nothing that another run or user owns is touched (no ``mn -c``).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+
+from switch_agent.control import send_command
+from topologies.fabric import FabricSwitch
+
+
+class Leftovers(RuntimeError):
+    """Teardown found (and removed) resources that should already have been gone."""
+
+
+class Fabric:
+    def __init__(self, topo, *, log_level: str = "warning"):
+        self.topo = topo
+        self.net: Mininet | None = None
+        self.pids: dict[str, int] = {}       # node name -> shell pid (holds its namespace)
+        self.agent_pids: dict[str, int] = {}
+        self.intfs: list[str] = []
+        self.leftovers: list[str] = []
+        setLogLevel(log_level)
+
+    # --- lifecycle -----------------------------------------------------------------
+    def __enter__(self) -> "Fabric":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        # Mininet.init() would raise machine-wide sysctls and limits; we only need more
+        # file descriptors, for this process.
+        Mininet.inited = True
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
+        try:
+            self.net = Mininet(topo=self.topo, controller=None, build=False, autoSetMacs=False,
+                               waitConnected=False)
+            self.net.build()
+            self._record()
+            self.net.start()
+            self.agent_pids = {s.name: s.agent_proc.pid for s in self.switches
+                               if s.agent_proc is not None}
+        except BaseException:
+            self.stop()
+            raise
+
+    def _record(self) -> None:
+        for node in self.net.hosts + self.net.switches:
+            if node.pid:
+                self.pids[node.name] = node.pid
+            self.intfs += [i for i in node.intfNames() if i != "lo"]
+
+    def stop(self) -> None:
+        """Stop everything this fabric created; idempotent; tolerant of half-built nets."""
+        if self.net is None:
+            return
+        net, self.net = self.net, None
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not
+        try:                                                  # interrupt the teardown
+            for sw in net.switches:
+                if isinstance(sw, FabricSwitch):
+                    sw.stop_agent()
+            try:
+                net.stop()
+            except Exception as e:               # keep going: the checks below clean up
+                self.leftovers.append(f"mininet stop failed: {e!r}")
+            self._sweep()
+        finally:
+            signal.signal(signal.SIGINT, old)
+
+    def _sweep(self) -> None:
+        for name, pid in list(self.agent_pids.items()) + list(self.pids.items()):
+            if _alive(pid):
+                self.leftovers.append(f"process {pid} ({name})")
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + 5
+        for pid in list(self.agent_pids.values()) + list(self.pids.values()):
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        for intf in self.intfs:
+            if os.path.exists(f"/sys/class/net/{intf}"):
+                self.leftovers.append(f"interface {intf}")
+                subprocess.run(["ip", "link", "del", "dev", intf], capture_output=True)
+        if self.leftovers:
+            print("symphony-emu: teardown removed leftovers: " + ", ".join(self.leftovers),
+                  file=sys.stderr)
+
+    # --- access ----------------------------------------------------------------------
+    @property
+    def switches(self) -> list[FabricSwitch]:
+        return [s for s in self.net.switches if isinstance(s, FabricSwitch)]
+
+    @property
+    def hosts(self):
+        return self.net.hosts
+
+    def __getitem__(self, name: str):
+        return self.net[name]
+
+    def agent(self, switch: str, command: dict, timeout_s: float = 5.0) -> dict:
+        """Send a control command to a switch's agent (see ``switch_agent.control``)."""
+        sw = self.net[switch]
+        if sw.control_path is None:
+            raise RuntimeError(f"{switch} runs no agent")
+        reply = send_command(sw.control_path, command, timeout_s)
+        if not reply.get("ok"):
+            raise RuntimeError(f"agent {switch} rejected {command}: {reply.get('error')}")
+        return reply
+
+    def agents(self, command: dict) -> dict[str, dict]:
+        return {s.name: self.agent(s.name, command) for s in self.switches if s.control_path}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False

@@ -1,0 +1,56 @@
+import os
+import shutil
+import subprocess
+
+import pytest
+
+
+def _emulation_skip_reason():
+    if os.geteuid() != 0:
+        return "emulation tests need root (network namespaces, iptables)"
+    for tool in ("mnexec", "iptables", "tc", "ip"):
+        if shutil.which(tool) is None:
+            return f"emulation tests need `{tool}` (run scripts/setup.sh)"
+    try:
+        import mininet  # noqa: F401
+    except ImportError:
+        return "emulation tests need the mininet Python package (run scripts/setup.sh)"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = _emulation_skip_reason()
+    if reason is None:
+        return
+    for item in items:
+        if "emulation" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _root_veths():
+    out = subprocess.run(["ip", "-o", "link", "show", "type", "veth"],
+                         capture_output=True, text=True).stdout
+    return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if line}
+
+
+@pytest.fixture
+def no_leftovers():
+    """Fail the test if it leaves a veth in the root namespace or a process of the run."""
+    before = _root_veths()
+    created = []
+    yield created           # tests append Fabric objects here
+    after = _root_veths()
+    assert after <= before, f"veth interfaces left behind: {sorted(after - before)}"
+    for fab in created:
+        assert not fab.leftovers, f"teardown had to remove: {fab.leftovers}"
+        for name, pid in list(fab.pids.items()) + list(fab.agent_pids.items()):
+            assert not os.path.exists(f"/proc/{pid}") or _zombie(pid), \
+                f"process {pid} ({name}) still running"
+
+
+def _zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] == "Z"
+    except FileNotFoundError:
+        return True

@@ -1,0 +1,302 @@
+"""Emulation tests of the fabric and the switch agents (root; marker `emulation`)."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from emulator.network import Fabric
+from switch_agent.telemetry import read_records
+from tests.conftest import _root_veths
+from tests.fabric_util import ENV, REPO_ROOT, finish, run_streams, start_receiver
+from topologies import fabric
+from topologies.dumbbell import DumbbellTopo
+from topologies.leafspine import LeafSpineTopo
+
+pytestmark = pytest.mark.emulation
+
+RATE = fabric.DEFAULT_RATE_BPS               # 10 Mbit/s: the paper's 10 Gbps at D = 1000
+SLOW_PORT = fabric.leaf_port_to_host(0, 1)   # dumbbell: the switch port towards h1
+RED_DEFAULT = {"cmd": "red", "enabled": True, "kmin_bytes": 50_000, "kmax_bytes": 100_000,
+               "pmax": 0.2}
+
+
+def _assert_clean(fab, veths_before):
+    assert not fab.leftovers, f"teardown had to remove: {fab.leftovers}"
+    for name, pid in list(fab.pids.items()) + list(fab.agent_pids.items()):
+        assert not os.path.exists(f"/proc/{pid}"), f"process {pid} ({name}) still there"
+    assert _root_veths() <= veths_before
+
+
+@pytest.fixture(scope="module")
+def dumbbell(tmp_path_factory):
+    """h0, h1, h2 on one switch; the port towards h1 runs at half the link rate."""
+    rundir = str(tmp_path_factory.mktemp("dumbbell"))
+    veths = _root_veths()
+    fab = Fabric(DumbbellTopo(3, rundir=rundir, port_rates={"leaf0": {SLOW_PORT: RATE / 2}}))
+    fab.start()
+    yield fab
+    fab.stop()
+    _assert_clean(fab, veths)
+    final = read_records(os.path.join(rundir, "leaf0.jsonl"), "final")
+    assert len(final) == 1 and final[0]["counters"]["total"]["pkts"] > 0
+
+
+def _reset(fab, switch="leaf0"):
+    fab.agent(switch, RED_DEFAULT)
+    fab.agent(switch, {"cmd": "symphony", "enabled": True, "k": 0.01})
+    fab.agent(switch, {"cmd": "drop_fraction", "value": 0.0})
+    return fab.agent(switch, {"cmd": "stats"})["counters"]["total"]
+
+
+def _delta(fab, before, switch="leaf0"):
+    after = fab.agent(switch, {"cmd": "stats"})["counters"]["total"]
+    return {k: after[k] - before[k] for k in before}
+
+
+def _send(src_ip, dst_ip, packets, rate, **kw):
+    args = ["--src", src_ip, "--dst", dst_ip, "--packets", packets, "--rate-bps", rate]
+    for k, v in kw.items():
+        args += [f"--{k.replace('_', '-')}"] + ([] if v is True else [v])
+    return args
+
+
+H = [fabric.host_ip(0, i) for i in range(3)]
+
+
+def test_stream_above_bottleneck_rate_gets_red_marks(dumbbell):
+    before = _reset(dumbbell)
+    [rx], _ = run_streams([(dumbbell["h1"], H[1])],
+                          [(dumbbell["h0"], _send(H[0], H[1], 150, 0.8 * RATE))])
+    d = _delta(dumbbell, before)
+    st = rx["steps"]["1/0"]
+    assert st["pkts"] == 150 and rx["bad_icrc"] == 0
+    assert st["ce"] > 0 and d["marks_red"] + d["marks_both"] == st["ce"]
+    assert d["marks_symphony"] == 0
+
+
+def test_stream_below_bottleneck_rate_gets_no_marks(dumbbell):
+    before = _reset(dumbbell)
+    [rx], _ = run_streams([(dumbbell["h1"], H[1])],
+                          [(dumbbell["h0"], _send(H[0], H[1], 80, 0.3 * RATE))])
+    d = _delta(dumbbell, before)
+    assert rx["steps"]["1/0"] == {**rx["steps"]["1/0"], "pkts": 80, "ce": 0}
+    assert d["marks_red"] + d["marks_symphony"] + d["marks_both"] == 0
+
+
+def test_symphony_marks_the_later_step_never_the_earlier(dumbbell):
+    """Two flows of one job through one uncongested port: step 0 (lagging) and step 1
+    (outpacing). RED cannot fire (no queue); Symphony marks only step 1."""
+    _reset(dumbbell)
+    fab = dumbbell
+    fab.agent("leaf0", {"cmd": "red", "enabled": False})
+    reply = fab.agent("leaf0", {"cmd": "symphony", "k": 1.0})
+    assert reply["k"] == 1.0
+    before = fab.agent("leaf0", {"cmd": "stats"})["counters"]["total"]
+    [rx], _ = run_streams(
+        [(fab["h2"], H[2])],
+        [(fab["h0"], _send(H[0], H[2], 120, 0.4 * RATE, step=0, no_last=True)),
+         (fab["h1"], _send(H[1], H[2], 120, 0.4 * RATE, step=1, sport=50000))])
+    d = _delta(fab, before)
+    lagging, outpacing = rx["steps"]["1/0"], rx["steps"]["1/1"]
+    assert lagging["pkts"] == outpacing["pkts"] == 120
+    assert lagging["ce"] == 0
+    assert outpacing["ce"] > 0 and d["marks_symphony"] == outpacing["ce"]
+    assert d["marks_red"] == d["marks_both"] == 0
+
+    # Switched off while running: the same traffic gets no marks at all.
+    fab.agent("leaf0", {"cmd": "symphony", "enabled": False})
+    before = fab.agent("leaf0", {"cmd": "stats"})["counters"]["total"]
+    [rx], _ = run_streams(
+        [(fab["h2"], H[2])],
+        [(fab["h0"], _send(H[0], H[2], 40, 0.4 * RATE, step=0, no_last=True)),
+         (fab["h1"], _send(H[1], H[2], 40, 0.4 * RATE, step=1, sport=50000))])
+    assert rx["steps"]["1/1"]["ce"] == 0 and _delta(fab, before)["marks_symphony"] == 0
+
+
+_PROBE_RECEIVER = r"""
+import json, socket, select, sys, time
+socks = []
+for port in (4791, 5000):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, 13, 1)        # IP_RECVTOS
+    s.bind((sys.argv[1], port)); socks.append(s)
+print("ready", flush=True)
+got, deadline = [], time.monotonic() + 10
+while time.monotonic() < deadline and len(got) < int(sys.argv[2]):
+    for s in select.select(socks, [], [], 0.2)[0]:
+        data, anc, _, _ = s.recvmsg(65536, socket.CMSG_SPACE(4))
+        tos = [v[0] for l, k, v in anc if k == socket.IP_TOS]
+        got.append([s.getsockname()[1], data.hex(), tos[0] if tos else None])
+print(json.dumps(got), flush=True)
+"""
+
+_PROBE_SENDER = r"""
+import socket, sys
+from hosts import wire
+src, dst = sys.argv[1], sys.argv[2]
+data = wire.build_data(1, 0, 0, 5, wire.OP_SEND_MIDDLE, b"x" * 64)
+ack = wire.build_ack(wire.pkey_of(1), wire.dest_qp(0, 0), 5)
+probes = [(4791, 2, wire.with_icrc(src, dst, 40000, data)),       # valid RoCE, ECT(0)
+          (5000, 2, b"not roce at all"),                           # other UDP port
+          (4791, 2, b"\x00\x01\x02"),                              # too short for a BTH
+          (4791, 2, wire.with_icrc(src, dst, 40000, ack)),         # ACK: not a data packet
+          (4791, 0, wire.with_icrc(src, dst, 40000, data))]        # RoCE but Not-ECT
+# Three full-size packets first use up the port's token bucket, so the probes that
+# follow them back to back find a queue (and RED, with kmin 0, marks what it may).
+filler = wire.with_icrc(src, dst, 39999, wire.build_data(1, 0, 9, 0, wire.OP_SEND_MIDDLE,
+                                                         bytes(4096)))
+f = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+f.setsockopt(socket.IPPROTO_IP, 10, 2); f.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 2)
+f.bind((src, 39999))
+socks = []
+for i, (port, ecn, payload) in enumerate(probes):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, 10, 2)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, ecn)
+    s.bind((src, 40000 + i)); socks.append(s)
+for _ in range(3):
+    f.sendto(filler, (dst, 4791))
+for s, (port, ecn, payload) in zip(socks, probes):
+    s.sendto(payload, (dst, port))
+print("[" + ",".join('[%d,"%s",%d]' % (p, pl.hex(), e) for p, e, pl in probes) + "]")
+"""
+
+
+def test_non_roce_and_malformed_packets_pass_unmodified(dumbbell):
+    fab = dumbbell
+    _reset(fab)
+    # RED that marks every ECT RoCE data packet: only those may change.
+    fab.agent("leaf0", {"cmd": "red", "kmin_bytes": 0, "kmax_bytes": 1})
+    rx = fab["h2"].popen([sys.executable, "-c", _PROBE_RECEIVER, H[2], "8"],
+                         stdout=subprocess.PIPE, text=True, env=ENV, cwd=REPO_ROOT)
+    assert rx.stdout.readline().strip() == "ready"
+    tx = fab["h0"].popen([sys.executable, "-c", _PROBE_SENDER, H[0], H[2]],
+                         stdout=subprocess.PIPE, text=True, env=ENV, cwd=REPO_ROOT)
+    sent = json.loads(tx.communicate(timeout=20)[0])
+    got = json.loads(rx.communicate(timeout=20)[0].strip().splitlines()[-1])
+    assert len(got) == 8, got
+    got = got[3:]                  # the three fillers come first (one FIFO, in order)
+    assert [(p, pl) for p, pl, _ in got] == [(p, pl) for p, pl, _ in sent], "payloads changed"
+    tos = [t for _, _, t in got]
+    assert tos == [3, 2, 2, 2, 0], "only the ECT RoCE data packet may be CE-marked"
+    assert fab.agent("leaf0", {"cmd": "stats"})["counters"]["total"]["not_ect_unmarked"] >= 1
+    _reset(fab)
+
+
+def test_fault_knob_drops_the_given_fraction(dumbbell):
+    fab = dumbbell
+    before = _reset(fab)
+    fab.agent("leaf0", {"cmd": "drop_fraction", "value": 0.3})
+    [rx], _ = run_streams([(fab["h2"], H[2])], [(fab["h0"], _send(H[0], H[2], 200, 0.5 * RATE))])
+    d = _delta(fab, before)
+    got = rx["steps"]["1/0"]["pkts"]
+    assert got + d["fault_drops"] == 200
+    assert 200 * 0.3 - 25 <= d["fault_drops"] <= 200 * 0.3 + 25   # ~4.4 sigma
+    _reset(fab)
+
+
+def _tc_backlog(node, intf):
+    out = node.cmd(f"tc -s -j qdisc show dev {intf}")
+    for q in json.loads(out):
+        if q.get("kind") == "bfifo":
+            return q["backlog"]
+    raise AssertionError(out)
+
+
+def test_queue_model_follows_kernel_backlog(dumbbell):
+    """Sample the agent's model and the kernel's FIFO backlog side by side while a stream
+    above the port's rate builds a queue, then drains it."""
+    fab = dumbbell
+    _reset(fab)
+    sw = fab["leaf0"]
+    rx = start_receiver(fab["h1"], H[1])
+    from tests.fabric_util import blast
+    tx = blast(fab["h0"], "send", *_send(H[0], H[1], 150, 0.8 * RATE))
+    pairs = []
+    while tx.poll() is None or (pairs and pairs[-1][1] > 0):
+        model = fab.agent("leaf0", {"cmd": "stats"})["queues"][SLOW_PORT]
+        kernel = _tc_backlog(sw, SLOW_PORT)
+        model2 = fab.agent("leaf0", {"cmd": "stats"})["queues"][SLOW_PORT]
+        pairs.append(((model + model2) / 2, kernel))
+        time.sleep(0.05)
+        if len(pairs) > 400:
+            break
+    finish(tx)
+    finish(rx)
+    busy = [(m, k) for m, k in pairs if k > 20_000]
+    assert len(busy) >= 5, pairs
+    errors = [abs(m - k) for m, k in busy]
+    mean_err = sum(errors) / len(errors)
+    peak = max(k for _, k in busy)
+    print(f"\nqueue model vs tc backlog: {len(busy)} samples, peak {peak} B, "
+          f"mean |error| {mean_err:.0f} B, max |error| {max(errors):.0f} B")
+    print("signed errors (model - kernel):", [round(m - k) for m, k in busy])
+    frame = 4140 + 14
+    assert mean_err <= frame, f"mean error {mean_err:.0f} B over {len(busy)} samples"
+    assert max(errors) <= 2 * frame
+
+
+@pytest.fixture(scope="module")
+def leafspine(tmp_path_factory):
+    rundir = str(tmp_path_factory.mktemp("leafspine"))
+    veths = _root_veths()
+    fab = Fabric(LeafSpineTopo(4, 4, 4, rundir=rundir))
+    fab.start()
+    yield fab
+    fab.stop()
+    _assert_clean(fab, veths)
+
+
+def test_leafspine_every_host_reaches_every_other(leafspine):
+    assert len(leafspine.hosts) == 16
+    assert leafspine.net.pingAll(timeout="2") == 0.0
+
+
+def _spine_roce_pkts(fab):
+    return {name: r["counters"]["total"]["roce_pkts"]
+            for name, r in fab.agents({"cmd": "stats"}).items() if name.startswith("spine")}
+
+
+def test_ecmp_spreads_flows_over_all_spines(leafspine):
+    fab = leafspine
+    before = _spine_roce_pkts(fab)
+    dst = fabric.host_ip(1, 0)
+    [rx], _ = run_streams([(fab["h4"], dst)],
+                          [(fab["h0"], _send(fabric.host_ip(0, 0), dst, 2, 0.5 * RATE,
+                                             flows=48, payload=512))])
+    assert sum(st["pkts"] for st in rx["steps"].values()) == 96
+    after = _spine_roce_pkts(fab)
+    per_spine = {s: after[s] - before[s] for s in after}
+    print(f"\nECMP: packets per spine for 48 flows: {per_spine}")
+    assert sum(per_spine.values()) == 96
+    assert all(n > 0 for n in per_spine.values()), per_spine
+
+
+def test_static_routing_puts_ring_r_on_spine_r(tmp_path, no_leftovers):
+    fab = Fabric(LeafSpineTopo(2, 2, 2, routing="static", rundir=str(tmp_path)))
+    no_leftovers.append(fab)
+    with fab:
+        for i in (0, 1):
+            src, dst = fabric.host_ip(0, i), fabric.host_ip(1, i)
+            before = _spine_roce_pkts(fab)
+            run_streams([(fab[fabric.host_name(1, i, 2)], dst)],
+                        [(fab[fabric.host_name(0, i, 2)],
+                          _send(src, dst, 2, 0.5 * RATE, flows=16, payload=512))])
+            after = _spine_roce_pkts(fab)
+            assert {s: after[s] - before[s] for s in after} == \
+                {f"spine{i}": 32, f"spine{1 - i}": 0}
+
+
+def test_mn_custom_command_line_works(tmp_path):
+    """The documented `mn --custom ... --controller none` use, with pingall."""
+    veths = _root_veths()
+    r = subprocess.run(["mn", "--custom", os.path.join(REPO_ROOT, "topologies", "leafspine.py"),
+                        "--topo", "leafspine,2,2,1", "--controller", "none", "--test", "pingall"],
+                       capture_output=True, text=True, timeout=120, cwd=str(tmp_path),
+                       env=dict(os.environ, SYMPHONY_EMU_RUNDIR=str(tmp_path)))
+    assert "Results: 0% dropped" in r.stdout + r.stderr, r.stdout + r.stderr
+    assert _root_veths() <= veths
