@@ -178,7 +178,7 @@ def build_cnp(pkey: int, dqpn: int) -> bytes:
 
 
 def icrc(src_ip: bytes, dst_ip: bytes, sport: int, dport: int, bth_and_payload: bytes,
-         *, ip_id: int = 0, ip_flags_frag: int = IP_FLAG_DF) -> int:
+         *, ip_id: int = 0, ip_flags_frag: int = IP_FLAG_DF, ip_options: bytes = b"") -> int:
     """RoCEv2 invariant CRC over the masked pseudo-header and the BTH onwards.
 
     Masked (set to all ones): 8 B pseudo LRH, IP TOS, TTL and checksum, UDP checksum and
@@ -186,8 +186,9 @@ def icrc(src_ip: bytes, dst_ip: bytes, sport: int, dport: int, bth_and_payload: 
     Hosts send on unconnected UDP sockets with DF set, for which Linux writes IP ID 0.
     """
     udp_len = UDP_HEADER_BYTES + len(bth_and_payload) + ICRC_BYTES
-    ip = IPV4.pack(0x45, 0xFF, IPV4_HEADER_BYTES + udp_len, ip_id, ip_flags_frag, 0xFF,
-                   socket.IPPROTO_UDP, 0xFFFF, src_ip, dst_ip)
+    ihl = IPV4_HEADER_BYTES + len(ip_options)
+    ip = IPV4.pack(0x40 | ihl >> 2, 0xFF, ihl + udp_len, ip_id, ip_flags_frag, 0xFF,
+                   socket.IPPROTO_UDP, 0xFFFF, src_ip, dst_ip) + ip_options
     udp = UDP.pack(sport, dport, udp_len, 0xFFFF)
     crc = zlib.crc32(_ICRC_LRH)
     crc = zlib.crc32(ip, crc)
@@ -302,7 +303,8 @@ def verify_icrc(pkt: bytes) -> bool:
     sport, dport = _PORTS.unpack_from(pkt, ihl)
     body = pkt[ihl + UDP_HEADER_BYTES:total - ICRC_BYTES]
     (got,) = ICRC.unpack_from(pkt, total - ICRC_BYTES)
-    return got == icrc(src, dst, sport, dport, body, ip_id=ip_id, ip_flags_frag=flags_frag)
+    return got == icrc(src, dst, sport, dport, body, ip_id=ip_id, ip_flags_frag=flags_frag,
+                       ip_options=bytes(pkt[IPV4_HEADER_BYTES:ihl]))
 
 
 # --- scapy view (tests, capture analysis; never on the hot path) ---------------------

@@ -43,6 +43,7 @@ NFQNL_COPY_PACKET = 2
 
 NF_DROP = 0
 NF_ACCEPT = 1
+MAX_VERDICT_BATCH_BYTES = 48 * 1024
 
 _NLMSGHDR = struct.Struct("=IHHII")
 _NFGENMSG = struct.Struct("=BBH")          # res_id is big-endian: pass htons(queue)
@@ -52,6 +53,8 @@ _NLMSG_ERR = struct.Struct("=i")
 _HDR_BYTES = _NLMSGHDR.size + _NFGENMSG.size  # 20
 _LEN_TYPE = struct.Struct("=IH")
 _PACKET_TYPE = (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET
+# PACKET_HDR (4 + 7 + pad), INDEV (4 + 4), OUTDEV (4 + 4): types and the raw outdev
+_FAST_PREFIX = struct.Struct("=2xH8x2xH4x2xHI")
 
 
 def _attr(kind: int, data: bytes) -> bytes:
@@ -82,6 +85,7 @@ class NfQueue:
         self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
         try:
             self._set_rcvbuf(rcvbuf_bytes)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
             self.sock.bind((0, 0))
             self._seq = 0
             self._config(_attr(NFQA_CFG_CMD, struct.pack("!BxH", NFQNL_CFG_CMD_BIND, 0)))
@@ -136,10 +140,13 @@ class NfQueue:
         """Receive up to ``max_packets`` queued packets, call ``handler`` on each in order,
         then send all their verdicts in one datagram. Returns the number handled."""
         verdicts = []
+        pending = 0                     # bytes of verdicts not yet sent
         recv_into = self.sock.recv_into
         buf, view = self._buf, self._view
         unpack_attr = _NLATTR.unpack_from
         unpack_len_type = _LEN_TYPE.unpack_from
+        unpack_prefix = _FAST_PREFIX.unpack_from
+        ntohl = socket.ntohl
         handled = 0
         while handled < max_packets:
             try:
@@ -162,15 +169,24 @@ class NfQueue:
                 pid = None
                 outdev = 0
                 payload = None
+                # Fast path: a routed packet's message starts PACKET_HDR, INDEV, OUTDEV
+                # (nfqnl_build_packet_message's order); anything else takes the walk.
+                if end >= a + _FAST_PREFIX.size:
+                    t1, t2, t3, od = unpack_prefix(buf, a)
+                    if t1 & 0x3FFF == NFQA_PACKET_HDR and t2 & 0x3FFF == NFQA_IFINDEX_INDEV \
+                            and t3 & 0x3FFF == NFQA_IFINDEX_OUTDEV:
+                        pid = view[a + 4:a + 8]
+                        outdev = ntohl(od)
+                        a += _FAST_PREFIX.size
                 while a + 4 <= end:
                     alen, atype = unpack_attr(buf, a)
                     atype &= 0x3FFF
-                    if atype == NFQA_PACKET_HDR:
+                    if atype == NFQA_PAYLOAD:
+                        payload = view[a + 4:a + alen]
+                    elif atype == NFQA_PACKET_HDR:
                         pid = view[a + 4:a + 8]
                     elif atype == NFQA_IFINDEX_OUTDEV:
                         outdev = buf[a + 4] << 24 | buf[a + 5] << 16 | buf[a + 6] << 8 | buf[a + 7]
-                    elif atype == NFQA_PAYLOAD:
-                        payload = view[a + 4:a + alen]
                     if alen < 4:
                         break
                     a += (alen + 3) & ~3
@@ -181,13 +197,21 @@ class NfQueue:
                 new = handler(payload, outdev) if payload is not None else None
                 if new is None:
                     verdicts.append(self._accept_prefix + pid)
+                    pending += 32
                 elif not new:
                     verdicts.append(self._drop_prefix + pid)
+                    pending += 32
                 else:
-                    verdicts.append(self._verdict_with_payload(bytes(pid), new))
+                    v = self._verdict_with_payload(bytes(pid), new)
+                    verdicts.append(v)
+                    pending += len(v)
+                if pending > MAX_VERDICT_BATCH_BYTES:   # stay below the socket's send limit
+                    self.sock.send(b"".join(verdicts))
+                    verdicts.clear()
+                    pending = 0
         if verdicts:
-            self.received += handled
             self.sock.send(b"".join(verdicts))
+        self.received += handled
         return handled
 
     def _verdict_with_payload(self, pid: bytes, payload: bytes) -> bytes:

@@ -81,25 +81,26 @@ class SymphonyTracker:
                   n_sample: int | None = None) -> None:
         """Change parameters while running. A new ``t_win_s`` re-anchors each job's grid
         at the start of its current window, so no window is cut short or stretched."""
+        # Validate everything first, so a rejected reconfiguration changes nothing.
+        if k is not None and not k >= 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        if tau is not None and not 0 <= tau <= 1:
+            raise ValueError(f"tau must be in [0, 1], got {tau}")
+        if n_warmup is not None and n_warmup < 0:
+            raise ValueError(f"n_warmup must be >= 0, got {n_warmup}")
+        if n_sample is not None and n_sample < 0:
+            raise ValueError(f"n_sample must be >= 0, got {n_sample}")
+        if t_win_s is not None and not t_win_s > 0:
+            raise ValueError(f"t_win_s must be > 0, got {t_win_s}")
         if k is not None:
-            if not 0 <= k:
-                raise ValueError(f"k must be >= 0, got {k}")
             self.k = float(k)
         if tau is not None:
-            if not 0 <= tau <= 1:
-                raise ValueError(f"tau must be in [0, 1], got {tau}")
             self.tau = float(tau)
         if n_warmup is not None:
-            if n_warmup < 0:
-                raise ValueError(f"n_warmup must be >= 0, got {n_warmup}")
             self.n_warmup = int(n_warmup)
         if n_sample is not None:
-            if n_sample < 0:
-                raise ValueError(f"n_sample must be >= 0, got {n_sample}")
             self.n_sample = int(n_sample)
         if t_win_s is not None:
-            if not t_win_s > 0:
-                raise ValueError(f"t_win_s must be > 0, got {t_win_s}")
             old = getattr(self, "t_win_s", None)
             if old is not None:
                 for st in self.jobs.values():

@@ -625,11 +625,6 @@ def test_configure_rejects_bad_values_naming_the_parameter(kwargs, name):
         SymphonyTracker(**kwargs)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG switch_agent/symphony.py configure() lines 84-108: parameters are validated "
-    "and assigned one at a time, so configure(k=0.5, tau=2.0) raises ValueError for tau "
-    "but has already set k = 0.5 (and likewise n_warmup/n_sample before a bad t_win_s): "
-    "a rejected live reconfiguration is half-applied. Expected: nothing changes."))
 def test_a_rejected_configure_changes_nothing():
     t = make_tracker()
     with pytest.raises(ValueError, match="tau"):

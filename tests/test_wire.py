@@ -325,12 +325,6 @@ def test_verify_icrc_uses_the_packets_ip_id_and_fragment_flags():
     assert wire.verify_icrc(pkt)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG hosts/wire.py icrc() lines 188-190: the masked IPv4 pseudo-header is always "
-    "packed as a 20-byte header (version/IHL 0x45, total = 20 + udp_len) and IP options "
-    "are left out, so verify_icrc() (line 305) returns False for a RoCE packet with IPv4 "
-    "options whose ICRC is valid (scapy's BTH.compute_icrc agrees with its trailer). "
-    "parse_ip_roce() does support ihl > 20, verify_icrc() does not."))
 def test_verify_icrc_accepts_a_valid_packet_with_ip_options():
     pkt = raw(IP(src=SRC, dst=DST, tos=2, id=0, flags="DF", options=[IPOption_Router_Alert()])
               / UDP(sport=SPORT, dport=4791)
