@@ -42,7 +42,12 @@ mn_pkg=$(/usr/bin/python3 -c 'import mininet, os; print(os.path.dirname(mininet.
 stamp="$venv/.installed"
 if [ ! -f "$stamp" ] || [ "$repo/setup.cfg" -nt "$stamp" ] || [ "$repo/setup.py" -nt "$stamp" ]; then
     echo "setup: installing the project into $venv"
-    "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-    "$venv/bin/python" -m pip install -q -e "$repo[test]"
+    log="$venv/pip-install.log"
+    if ! { "$venv/bin/python" -m pip install --upgrade pip &&
+           "$venv/bin/python" -m pip install -e "$repo[test]"; } >"$log" 2>&1; then
+        tail -n 30 "$log" >&2
+        echo "setup: installing the project failed; full log in $log" >&2
+        exit 1
+    fi
     touch "$stamp"
 fi
