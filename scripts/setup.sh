@@ -14,7 +14,7 @@ fi
 
 # mininet (Python API + mnexec), iptables with NFQUEUE, libnetfilter-queue-dev to build
 # NetfilterQueue, tcpdump/iperf3/ethtool for the data path, python3-venv/-dev for the venv.
-apt_packages=(mininet iptables libnetfilter-queue-dev tcpdump iperf3 ethtool iproute2
+apt_packages=(mininet iptables libnetfilter-queue-dev tcpdump iperf3 ethtool iproute2 iputils-ping
               python3 python3-venv python3-dev gcc procps)
 missing=()
 for p in "${apt_packages[@]}"; do
