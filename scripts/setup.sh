@@ -12,9 +12,10 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 
-# mininet (Python API + mnexec), iptables with NFQUEUE, libnetfilter-queue-dev to build
-# NetfilterQueue, tcpdump/iperf3/ethtool for the data path, python3-venv/-dev for the venv.
-apt_packages=(mininet iptables libnetfilter-queue-dev tcpdump iperf3 ethtool iproute2 iputils-ping
+# mininet (Python API + mnexec), iptables with NFQUEUE, tcpdump/iperf3/ethtool/ping for the
+# data path, python3-venv/-dev for the venv. (No libnetfilter-queue: the agent speaks
+# netlink itself, see switch_agent/nfqueue.py.)
+apt_packages=(mininet iptables tcpdump iperf3 ethtool iproute2 iputils-ping
               python3 python3-venv python3-dev gcc procps)
 missing=()
 for p in "${apt_packages[@]}"; do
