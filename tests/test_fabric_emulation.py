@@ -304,3 +304,41 @@ def test_mn_custom_command_line_works(tmp_path):
                        env=dict(os.environ, SYMPHONY_EMU_RUNDIR=str(tmp_path)))
     assert "Results: 0% dropped" in r.stdout + r.stderr, r.stdout + r.stderr
     assert _root_veths() <= veths
+
+
+def test_background_traffic_fills_the_queue_model_and_triggers_red(dumbbell):
+    """Non-RoCE traffic (iperf3 UDP) is charged to the queue model: a RoCE stream far
+    below the port's rate gets RED marks only because background traffic fills the port,
+    and the model follows the kernel's backlog meanwhile."""
+    fab = dumbbell
+    before = _reset(fab)
+    srv = fab["h1"].popen(["iperf3", "-s", "-1", "-B", H[1]], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    rx = start_receiver(fab["h1"], H[1])
+    from tests.fabric_util import blast
+    # 0.6 + 0.05 of the link rate into a port of 0.5: the queue grows ~190 KB/s, for 2 s
+    bg = fab["h0"].popen(["iperf3", "-c", H[1], "-u", "-b", str(int(0.6 * RATE)), "-l", "1400",
+                          "-t", "2", "-B", H[0]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    tx = blast(fab["h0"], "send", *_send(H[0], H[1], 20, 0.05 * RATE, delay=0.5))
+    pairs = []
+    while bg.poll() is None:
+        model = fab.agent("leaf0", {"cmd": "stats"})["queues"][SLOW_PORT]
+        kernel = _tc_backlog(fab["leaf0"], SLOW_PORT)
+        model2 = fab.agent("leaf0", {"cmd": "stats"})["queues"][SLOW_PORT]
+        pairs.append(((model + model2) / 2, kernel))
+        time.sleep(0.05)
+    finish(tx)
+    roce = finish(rx)["steps"]["1/0"]
+    srv.communicate(timeout=10)
+    d = _delta(fab, before)
+    assert d["other_pkts"] > 500, "iperf3's packets did not go through the agent"
+    assert roce["pkts"] == 20 and roce["ce"] > 0, roce
+    assert d["marks_red"] + d["marks_both"] == roce["ce"] and d["marks_symphony"] == 0
+    busy = [(m, k) for m, k in pairs if k > 20_000]
+    assert len(busy) >= 5, pairs
+    mean_err = sum(abs(m - k) for m, k in busy) / len(busy)
+    print(f"\nbackground: {len(busy)} samples, mean |model - tc backlog| {mean_err:.0f} B, "
+          f"RoCE CE {roce['ce']}/{roce['pkts']}")
+    assert mean_err <= 4154
