@@ -171,3 +171,26 @@ def test_red_on_the_queue_model_backlog():
     backlog = q.enqueue(1500, 0.002)
     assert backlog == pytest.approx(51_500)
     assert red_probability(backlog, KMIN, KMAX, PMAX) == pytest.approx(0.2 * 1500 / 50_000)
+
+
+# --- clock and token bucket ------------------------------------------------------------
+
+def test_an_earlier_timestamp_does_not_grow_the_backlog():
+    q = EgressQueue(RATE_BPS, BUFFER_BYTES)
+    q.enqueue(5000, 0.002)
+    assert q.backlog(0.001) == pytest.approx(5000)      # clock went back: no negative drain
+    assert q.backlog(0.003) == pytest.approx(3750)
+
+
+def test_burst_credit_saved_while_idle_is_spent_by_the_next_arrivals():
+    q = EgressQueue(RATE_BPS, BUFFER_BYTES, burst_bytes=3000)
+    assert q.enqueue(5000, 0.0) == pytest.approx(2000)  # an idle port starts with a full bucket
+    assert q.backlog(0.002) == pytest.approx(0)         # 2500 B drained: 500 B of credit left
+    assert q.enqueue(1000, 0.002) == pytest.approx(500)
+    assert q.backlog(1.0) == 0.0                        # long idle: the bucket refills ...
+    assert q.enqueue(4000, 1.0) == pytest.approx(1000)  # ... to the burst, not beyond
+
+
+def test_negative_burst_is_rejected():
+    with pytest.raises(ValueError, match="burst_bytes"):
+        EgressQueue(RATE_BPS, BUFFER_BYTES, burst_bytes=-1)

@@ -485,8 +485,15 @@ def test_parse_ip_roce_returns_none_for_every_truncation_below_the_bth_end():
 
 
 def test_parse_ip_roce_returns_none_for_a_bad_ihl():
-    pkt = bytearray(data_packet())
+    # Destination 10.0.18.183: with IHL 4 (16 bytes) its last two bytes would be read
+    # as UDP dport 4791, and the UDP length's high byte (0) as a SEND FIRST opcode.
+    body = wire.build_data(1, 0, 0, 0, wire.OP_SEND_ONLY, b"abcd")
+    pkt = bytearray(wire.build_ip_packet(SRC, "10.0.18.183", SPORT,
+                                         wire.with_icrc(SRC, "10.0.18.183", SPORT, body)))
+    assert wire.parse_ip_roce(bytes(pkt)) is not None
     pkt[0] = 0x44                                # IHL 4 words < 20 bytes
+    assert wire.parse_ip_roce(bytes(pkt)) is None
+    pkt[0] = 0x40                                # IHL 0
     assert wire.parse_ip_roce(bytes(pkt)) is None
     pkt[0] = 0x4F                                # IHL 60 bytes: BTH would lie past the end
     assert wire.parse_ip_roce(bytes(pkt)) is None

@@ -1,0 +1,408 @@
+"""The host's software RDMA NIC: RoCEv2-framed queue pairs over UDP (DESIGN.md §4.1-4.2).
+
+One :class:`Nic` per host process. It owns:
+
+* one UDP socket on port 4791 that receives everything addressed to the host (data,
+  ACK/NAK, CNP) and sends the ACKs, NAKs and CNPs;
+* one sending UDP socket per flow, bound to the flow's source port (RoCEv2's ECMP
+  entropy: by default a hash of (job, channel, step, sender), so each step's flow picks
+  its own path), DF set, ECT(0);
+* the NIC scheduler: a single send loop that serves the active queue pairs round-robin,
+  each paced at its own DCQCN rate Rc, the sum never above the host's line rate (so the
+  host's qdisc stays near empty, as behind a real NIC);
+* per flow, a go-back-N sender or receiver (``hosts.gbn``) and a DCQCN reaction point
+  (``hosts.dcqcn``); per host, the notification point that turns CE marks into CNPs.
+
+A flow is one message of one (job, channel, step) between two hosts: one QP, PSN from 0.
+The layer above calls :meth:`Nic.send` and gets a callback per delivered message; it runs
+the loop with :meth:`Nic.run_until`. Telemetry is aggregated per flow (start, end, bytes,
+retransmissions, NAKs, CNPs, rate samples) and for the NIC (pacing error), never a line
+per packet.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from hosts import wire
+from hosts.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
+from hosts.gbn import ACK, GbnReceiver, GbnSender
+
+IP_MTU_DISCOVER = getattr(socket, "IP_MTU_DISCOVER", 10)
+IP_PMTUDISC_DO = getattr(socket, "IP_PMTUDISC_DO", 2)
+IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
+SPORT_BASE = 49152
+SPORT_SPAN = 16384
+WIRE_EXTRA_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES + 14  # IP + UDP + Ethernet
+
+
+def flow_sport(job: int, channel: int, step: int, sender_ip: str, per_step: bool = True) -> int:
+    """UDP source port of a flow: a hash of (job, channel, step, sender) in the dynamic
+    range, or of (job, channel, sender) with ``per_step=False`` (a long-lived connection)."""
+    key = f"{job}/{channel}/{step if per_step else '-'}/{sender_ip}".encode()
+    return SPORT_BASE + zlib.crc32(key) % SPORT_SPAN
+
+
+@dataclass(frozen=True)
+class TransportParams:
+    mtu_bytes: int = wire.DEFAULT_MTU_BYTES
+    ack_every: int = 8
+    rto_s: float = 1.0                 # emulated: 1 ms at D = 1000
+    nak_timeout_s: float = 0.2
+    max_outstanding: int | None = None
+    per_step_sport: bool = True
+    verify_icrc: bool = True
+    rate_sample_s: float = 0.05        # rate/goodput samples per flow, emulated seconds
+
+    def __post_init__(self):
+        if not 256 <= self.mtu_bytes <= 8192:
+            raise ValueError(f"mtu_bytes must be in 256..8192, got {self.mtu_bytes}")
+        if self.ack_every < 1 or not self.rto_s > 0 or not self.nak_timeout_s > 0:
+            raise ValueError("ack_every must be >= 1, rto_s and nak_timeout_s > 0")
+
+
+@dataclass
+class SendFlow:
+    key: tuple                  # (peer_ip, pkey, dqpn)
+    job: int
+    channel: int
+    step: int
+    peer: str
+    sport: int
+    data: memoryview
+    frames_hdr: tuple            # (pkey, dqpn)
+    gbn: GbnSender
+    rp: ReactionPoint
+    sock: socket.socket
+    start_s: float
+    on_complete: Callable | None
+    t_next_s: float = 0.0
+    end_s: float | None = None
+    bytes_sent: int = 0
+    rate_samples: list = field(default_factory=list)
+    t_sample_s: float = 0.0
+
+
+@dataclass
+class RecvFlow:
+    key: tuple
+    job: int
+    channel: int
+    step: int
+    peer: str
+    gbn: GbnReceiver
+    start_s: float
+    chunks: list = field(default_factory=list)
+    nbytes: int = 0
+    ce: int = 0
+    cnps: int = 0
+    end_s: float | None = None
+    goodput_samples: list = field(default_factory=list)
+    t_sample_s: float = 0.0
+
+
+class Nic:
+    def __init__(self, ip: str, line_rate_bps: float, dcqcn: DcqcnParams,
+                 transport: TransportParams = TransportParams(), *,
+                 on_message: Callable | None = None, telemetry=None,
+                 clock: Callable[[], float] = time.monotonic):
+        if abs(dcqcn.line_rate_bps - line_rate_bps) > 1e-6 * line_rate_bps:
+            raise ValueError(f"DCQCN line rate {dcqcn.line_rate_bps} differs from the NIC's "
+                             f"{line_rate_bps}")
+        self.ip = ip
+        self._ip_bytes = socket.inet_aton(ip)
+        self.line_rate_bps = line_rate_bps
+        self.dcqcn = dcqcn
+        self.tp = transport
+        self.on_message = on_message
+        self.telemetry = telemetry
+        self.clock = clock
+        self.np = NotificationPoint(dcqcn.cnp_interval_s)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        self.sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+        self.sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
+        self.sock.bind((ip, wire.ROCE_UDP_PORT))
+        self.sock.setblocking(False)
+        self.senders: dict[tuple, SendFlow] = {}
+        self.receivers: dict[tuple, RecvFlow] = {}
+        self.done_receivers: dict[tuple, RecvFlow] = {}
+        self._rr: list[SendFlow] = []
+        self._rr_pos = 0
+        self.t_nic_s = 0.0
+        self._cmsg = socket.CMSG_SPACE(4)
+        self.pacing_late_s = [0, 0.0, 0.0]          # samples, sum, max
+        self.counters = {"data_rx": 0, "ack_rx": 0, "nak_rx": 0, "cnp_rx": 0, "bad_icrc": 0,
+                         "unknown_flow": 0, "cnp_tx": 0, "ack_tx": 0, "nak_tx": 0,
+                         "data_tx": 0, "send_errors": 0}
+
+    # --- the API ---------------------------------------------------------------------
+    def send(self, peer_ip: str, job: int, channel: int, step: int, data,
+             on_complete: Callable | None = None, sport: int | None = None) -> SendFlow:
+        """Start one message (one QP flow) to ``peer_ip``; ``on_complete(flow)`` at the
+        last ACK."""
+        pkey = wire.pkey_of(job)
+        dqpn = wire.dest_qp(channel, step)
+        key = (peer_ip, pkey, dqpn)
+        if key in self.senders:
+            raise ValueError(f"a flow of job {job} channel {channel} step {step} to {peer_ip} "
+                             f"is already in progress")
+        data = memoryview(data).cast("B")
+        n_packets = max(1, -(-len(data) // self.tp.mtu_bytes))
+        if sport is None:
+            sport = flow_sport(job, channel, step, self.ip, self.tp.per_step_sport)
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, wire.ECN_ECT0)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((self.ip, sport))
+        s.setblocking(False)
+        now = self.clock()
+        flow = SendFlow(key, job, channel, step, peer_ip, sport, data, (pkey, dqpn),
+                        GbnSender(n_packets, self.tp.rto_s, now, self.tp.max_outstanding),
+                        ReactionPoint(self.dcqcn, now), s, now, on_complete, t_next_s=now,
+                        t_sample_s=now)
+        self.senders[key] = flow
+        self._rr.append(flow)
+        return flow
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.senders)
+
+    def run_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Run the NIC until ``predicate()`` holds; False on timeout."""
+        deadline = self.clock() + timeout_s
+        while not predicate():
+            now = self.clock()
+            if now >= deadline:
+                return False
+            self.poll(min(deadline - now, 0.05))
+        return True
+
+    def poll(self, max_wait_s: float) -> None:
+        """One turn: receive what arrived, send what is due, wait for the next event."""
+        self._receive()
+        now = self.clock()
+        wait = self._send_due(now)
+        self._check_timers(now)
+        wait = min(max_wait_s, wait)
+        if wait > 0:
+            select.select([self.sock], [], [], wait)
+
+    def close(self) -> None:
+        for f in list(self.senders.values()):
+            f.sock.close()
+        self.sock.close()
+
+    def stats(self) -> dict:
+        n, total, worst = self.pacing_late_s
+        return {"counters": dict(self.counters), "cnp_suppressed": self.np.suppressed,
+                "pacing": {"packets": n, "mean_late_s": total / n if n else 0.0,
+                           "max_late_s": worst}}
+
+    # --- sending -------------------------------------------------------------------
+    def _send_due(self, now: float) -> float:
+        """Send every packet that is due; return the time until the next one is."""
+        rr = self._rr
+        if not rr:
+            return 1.0
+        mtu = self.tp.mtu_bytes
+        while True:
+            if now < self.t_nic_s:
+                return self.t_nic_s - now
+            soonest = None
+            chosen = None
+            n = len(rr)
+            for i in range(n):
+                f = rr[(self._rr_pos + i) % n]
+                if f.gbn.next_psn() is None:
+                    continue
+                if f.t_next_s <= now:
+                    chosen = f
+                    self._rr_pos = (self._rr_pos + i + 1) % n
+                    break
+                if soonest is None or f.t_next_s < soonest:
+                    soonest = f.t_next_s
+            if chosen is None:
+                return (soonest - now) if soonest is not None else 1.0
+            f = chosen
+            psn = f.gbn.next_psn()
+            payload = f.data[psn * mtu:(psn + 1) * mtu]
+            op = wire.data_opcode(psn, f.gbn.n_packets)
+            body = wire.build_data(f.job, f.channel, f.step, psn, op, payload,
+                                   ackreq=op in wire.LAST_OPCODES)
+            frame = wire.with_icrc(self.ip, f.peer, f.sport, body)
+            try:
+                f.sock.sendto(frame, (f.peer, wire.ROCE_UDP_PORT))
+            except (BlockingIOError, OSError):
+                self.counters["send_errors"] += 1
+                self.t_nic_s = now + 0.001
+                return 0.001
+            self.counters["data_tx"] += 1
+            wire_bytes = len(frame) + WIRE_EXTRA_BYTES
+            late = now - max(f.t_next_s, self.t_nic_s)
+            pl = self.pacing_late_s
+            pl[0] += 1
+            pl[1] += late
+            if late > pl[2]:
+                pl[2] = late
+            f.gbn.sent(psn, now)
+            f.bytes_sent += len(payload)
+            f.rp.on_sent(len(frame), now)
+            # Next departure: no catching up by more than one packet after a late send.
+            qp_gap = wire_bytes * 8 / f.rp.rate_bps
+            f.t_next_s = max(f.t_next_s, now - qp_gap) + qp_gap
+            nic_gap = wire_bytes * 8 / self.line_rate_bps
+            self.t_nic_s = max(self.t_nic_s, now - nic_gap) + nic_gap
+            if now - f.t_sample_s >= self.tp.rate_sample_s:
+                f.rate_samples.append((round(now, 6), round(f.rp.rate_bps)))
+                f.t_sample_s = now
+            now = self.clock()
+
+    # --- receiving -----------------------------------------------------------------
+    def _receive(self) -> None:
+        recvmsg = self.sock.recvmsg
+        while True:
+            try:
+                data, anc, _, addr = recvmsg(65536, self._cmsg)
+            except BlockingIOError:
+                return
+            now = self.clock()
+            if len(data) < wire.BTH_BYTES + wire.ICRC_BYTES:
+                continue
+            op = data[0]
+            if op in wire.DATA_OPCODES:
+                tos = anc[0][2][0] if anc else 0
+                self._on_data(data, addr[0], addr[1], tos, now)
+            elif op == wire.OP_ACKNOWLEDGE:
+                self._on_ack(data, addr[0], now)
+            elif op == wire.OP_CNP:
+                bth = wire.parse_bth(data)
+                f = self.senders.get((addr[0], bth.pkey, bth.dqpn))
+                self.counters["cnp_rx"] += 1
+                if f is not None:
+                    f.rp.on_cnp(now)
+
+    def _on_data(self, data: bytes, src: str, sport: int, tos: int, now: float) -> None:
+        self.counters["data_rx"] += 1
+        if self.tp.verify_icrc:
+            crc = wire.ICRC.unpack_from(data, len(data) - wire.ICRC_BYTES)[0]
+            if crc != wire.icrc(socket.inet_aton(src), self._ip_bytes, sport, wire.ROCE_UDP_PORT,
+                                data[:-wire.ICRC_BYTES]):
+                self.counters["bad_icrc"] += 1
+                return
+        bth = wire.parse_bth(data)
+        key = (src, bth.pkey, bth.dqpn)
+        f = self.receivers.get(key)
+        if f is None:
+            done = self.done_receivers.get(key)
+            if done is not None:                 # a retransmission after completion
+                _, resp = done.gbn.on_data(bth.psn, bth.opcode in wire.LAST_OPCODES, now)
+                if resp is not None:
+                    self._send_ack(src, bth.pkey, bth.dqpn, resp)
+                return
+            f = RecvFlow(key, wire.job_of(bth.pkey), wire.channel_of(bth.dqpn),
+                         wire.step_of(bth.dqpn), src,
+                         GbnReceiver(self.tp.ack_every, self.tp.nak_timeout_s), now,
+                         t_sample_s=now)
+            self.receivers[key] = f
+        if tos & 3 == wire.ECN_CE:
+            f.ce += 1
+            if self.np.on_ce(key, now):
+                self._send(wire.build_cnp(bth.pkey, bth.dqpn), src)
+                f.cnps += 1
+                self.counters["cnp_tx"] += 1
+        last = bth.opcode in wire.LAST_OPCODES
+        deliver, resp = f.gbn.on_data(bth.psn, last, now)
+        if deliver:
+            chunk = wire.data_payload(data)
+            f.chunks.append(chunk)
+            f.nbytes += len(chunk)
+            if now - f.t_sample_s >= self.tp.rate_sample_s:
+                f.goodput_samples.append((round(now, 6), f.nbytes))
+                f.t_sample_s = now
+        if resp is not None:
+            self._send_ack(src, bth.pkey, bth.dqpn, resp)
+        if deliver and last:
+            f.end_s = now
+            f.goodput_samples.append((round(now, 6), f.nbytes))
+            message = b"".join(f.chunks)
+            f.chunks = []
+            del self.receivers[key]
+            self.done_receivers[key] = f
+            self.np.forget(key)
+            self._log_recv(f)
+            if self.on_message is not None:
+                self.on_message(f, message)
+
+    def _send_ack(self, dst: str, pkey: int, dqpn: int, resp) -> None:
+        kind, psn = resp
+        self._send(wire.build_ack(pkey, dqpn, psn, nak=kind != ACK), dst)
+        self.counters["ack_tx" if kind == ACK else "nak_tx"] += 1
+
+    def _send(self, body: bytes, dst: str) -> None:
+        frame = wire.with_icrc(self.ip, dst, wire.ROCE_UDP_PORT, body)
+        try:
+            self.sock.sendto(frame, (dst, wire.ROCE_UDP_PORT))
+        except OSError:
+            self.counters["send_errors"] += 1
+
+    def _on_ack(self, data: bytes, src: str, now: float) -> None:
+        bth = wire.parse_bth(data)
+        syndrome, _ = wire.parse_aeth(data)
+        f = self.senders.get((src, bth.pkey, bth.dqpn))
+        if syndrome >> 5 == 0b11:
+            self.counters["nak_rx"] += 1
+            if f is not None:
+                f.gbn.on_nak(bth.psn, now)
+            return
+        self.counters["ack_rx"] += 1
+        if f is None:
+            return
+        f.gbn.on_ack(bth.psn, now)
+        if f.gbn.done:
+            self._complete(f, now)
+
+    def _complete(self, f: SendFlow, now: float) -> None:
+        f.end_s = now
+        f.sock.close()
+        del self.senders[f.key]
+        self._rr.remove(f)
+        self._rr_pos = 0
+        self._log_send(f)
+        if f.on_complete is not None:
+            f.on_complete(f)
+
+    def _check_timers(self, now: float) -> None:
+        for f in self._rr:
+            f.gbn.check_timeout(now)
+
+    # --- telemetry -------------------------------------------------------------------
+    def _log_send(self, f: SendFlow) -> None:
+        if self.telemetry is None:
+            return
+        g = f.gbn
+        self.telemetry.write({
+            "type": "send_flow", "job": f.job, "channel": f.channel, "step": f.step,
+            "src": self.ip, "dst": f.peer, "sport": f.sport, "bytes": len(f.data),
+            "packets": g.n_packets, "start_s": f.start_s, "end_s": f.end_s,
+            "retransmits": g.retransmits, "timeouts": g.timeouts, "naks": g.naks,
+            "cnps": f.rp.cnps, "cuts": f.rp.cuts, "final_rate_bps": f.rp.rate_bps,
+            "rate_samples": f.rate_samples})
+
+    def _log_recv(self, f: RecvFlow) -> None:
+        if self.telemetry is None:
+            return
+        g = f.gbn
+        self.telemetry.write({
+            "type": "recv_flow", "job": f.job, "channel": f.channel, "step": f.step,
+            "src": f.peer, "dst": self.ip, "bytes": f.nbytes, "start_s": f.start_s,
+            "end_s": f.end_s, "ce": f.ce, "cnps_sent": f.cnps, "naks_sent": g.naks_sent,
+            "duplicates": g.duplicates, "out_of_order": g.out_of_order,
+            "goodput_samples": f.goodput_samples})

@@ -1,0 +1,181 @@
+"""Emulation tests of the host transport: go-back-N + DCQCN over the fabric (root)."""
+
+import os
+import shutil
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from emulator.messages import Message, default_dcqcn, read_flows, run_messages
+from emulator.network import Fabric
+from switch_agent.telemetry import read_records
+from tests.conftest import _root_veths
+from topologies import fabric
+from topologies.dumbbell import DumbbellTopo
+
+pytestmark = pytest.mark.emulation
+
+RATE = fabric.DEFAULT_RATE_BPS
+DCQCN = default_dcqcn(RATE)
+TO_H2 = fabric.leaf_port_to_host(0, 2)
+KMIN, KMAX = 50_000, 100_000
+
+
+@pytest.fixture(scope="module")
+def net(tmp_path_factory):
+    """h0, h1, h2 on one switch, Symphony off (these tests are about the transport)."""
+    rundir = str(tmp_path_factory.mktemp("transport"))
+    veths = _root_veths()
+    fab = Fabric(DumbbellTopo(3, rundir=rundir, agent={"symphony": {"enabled": False}}))
+    fab.start()
+    fab.rundir = rundir
+    yield fab
+    fab.stop()
+    assert not fab.leftovers and _root_veths() <= veths
+
+
+def _reset(fab):
+    fab.agent("leaf0", {"cmd": "red", "enabled": True, "kmin_bytes": KMIN, "kmax_bytes": KMAX,
+                        "pmax": 0.2})
+    fab.agent("leaf0", {"cmd": "drop_fraction", "value": 0.0})
+
+
+def test_one_flow_reaches_line_rate(net, tmp_path):
+    _reset(net)
+    res = run_messages(net, [Message("h0", "h1", 2_000_000)], str(tmp_path), dcqcn=DCQCN)
+    assert all(r["ok"] for r in res.values()), res
+    [snd] = read_flows(str(tmp_path), "send_flow")
+    goodput = snd["bytes"] * 8 / (snd["end_s"] - snd["start_s"])
+    pacing = res["h0"]["pacing"]
+    print(f"\none flow: goodput {goodput / 1e6:.2f} Mbit/s = {goodput / RATE:.1%} of the "
+          f"{RATE / 1e6:.0f} Mbit/s line rate (payload bytes, first send to last ACK); "
+          f"pacing late mean {pacing['mean_late_s'] * 1e3:.2f} ms, "
+          f"max {pacing['max_late_s'] * 1e3:.2f} ms")
+    assert goodput >= 0.9 * RATE
+    assert snd["retransmits"] == 0 and snd["cnps"] == 0
+
+
+def _jain(xs):
+    xs = np.asarray(xs, dtype=float)
+    return xs.sum() ** 2 / (len(xs) * (xs ** 2).sum())
+
+
+def _bytes_at(samples, t):
+    """Delivered bytes at time t from (time, cumulative bytes) samples."""
+    ts, bs = zip(*samples)
+    return float(np.interp(t, ts, bs))
+
+
+def test_two_flows_share_a_bottleneck_fairly(net, tmp_path):
+    _reset(net)
+    before = net.agent("leaf0", {"cmd": "stats"})["counters"]["ports"][TO_H2]
+    t_begin = time.monotonic()
+    res = run_messages(net, [Message("h0", "h2", 8_000_000), Message("h1", "h2", 8_000_000)],
+                       str(tmp_path), dcqcn=DCQCN)
+    assert all(r["ok"] for r in res.values()), res
+    recv = read_flows(str(tmp_path), "recv_flow")
+    send = read_flows(str(tmp_path), "send_flow")
+    t0 = max(f["start_s"] for f in recv)
+    t1 = min(f["end_s"] for f in recv)
+    mid = (t0 + t1) / 2
+    rates = [(_bytes_at(f["goodput_samples"], t1) - _bytes_at(f["goodput_samples"], mid)) * 8
+             / (t1 - mid) for f in recv]
+    jain = _jain(rates)
+    cnps = [f["cnps"] for f in send]
+    after = net.agent("leaf0", {"cmd": "stats"})["counters"]["ports"][TO_H2]
+    q = np.array([r["max_q_bytes"] for r in read_records(os.path.join(net.rundir, "leaf0.jsonl"),
+                                                          "port")
+                  if r["port"] == TO_H2 and t_begin <= r["t_s"] <= t1])
+    busy = q[q > 0]
+    below, between, above = (busy < KMIN).mean(), ((busy >= KMIN) & (busy <= KMAX)).mean(), \
+        (busy > KMAX).mean()
+    print(f"\ntwo flows: second-half rates {[round(r / 1e6, 2) for r in rates]} Mbit/s, "
+          f"Jain {jain:.3f}; CNPs {cnps}; queue while busy ({len(busy)} samples of 10 ms): "
+          f"{below:.0%} below Kmin, {between:.0%} between, {above:.0%} above Kmax, "
+          f"max {busy.max() / 1e3:.0f} KB; RED marks "
+          f"{after['marks_red'] - before['marks_red']}")
+    assert jain >= 0.9
+    assert all(c > 0 for c in cnps), "CNPs must flow to both senders"
+    assert after["model_drops"] == before["model_drops"], "DCQCN must keep the buffer from overflowing"
+    assert above <= 0.2, "the queue must stay at or below Kmax most of the time"
+
+
+def test_every_message_arrives_byte_exact_with_1pct_loss(net, tmp_path):
+    _reset(net)
+    net.agent("leaf0", {"cmd": "drop_fraction", "value": 0.01})
+    try:
+        msgs = [Message("h0", "h2", 1_500_000), Message("h1", "h2", 1_000_000, step=3),
+                Message("h2", "h0", 700_000, channel=2), Message("h0", "h1", 5_000)]
+        res = run_messages(net, msgs, str(tmp_path), dcqcn=DCQCN)
+    finally:
+        net.agent("leaf0", {"cmd": "drop_fraction", "value": 0.0})
+    assert all(r["ok"] for r in res.values()), res          # byte-exact, exactly once
+    send = read_flows(str(tmp_path), "send_flow")
+    recv = read_flows(str(tmp_path), "recv_flow")
+    retx = sum(f["retransmits"] for f in send)
+    dropped = net.agent("leaf0", {"cmd": "stats"})["counters"]["total"]["fault_drops"]
+    print(f"\n1 % loss: {dropped} packets dropped by the agent, {retx} retransmissions, "
+          f"{sum(f['naks'] for f in send)} NAKs, {sum(f['timeouts'] for f in send)} timeouts; "
+          f"{len(recv)} messages delivered byte-exact")
+    assert dropped > 0 and retx > 0
+    assert len(recv) == len(msgs)
+
+
+def _capture(net, tmp_path, kmin=0, kmax=1):
+    """A transfer to h2 captured on h2's interface, with RED marking every ECT packet that
+    finds a queue (so CNPs flow)."""
+    _reset(net)
+    net.agent("leaf0", {"cmd": "red", "kmin_bytes": kmin, "kmax_bytes": kmax})
+    pcap = str(tmp_path / "h2.pcap")
+    dump = net["h2"].popen(["tcpdump", "-i", "h2-eth0", "-s", "0", "-U", "-w", pcap,
+                            "udp port 4791"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    try:
+        res = run_messages(net, [Message("h0", "h2", 300_000), Message("h1", "h2", 300_000)],
+                           str(tmp_path / "run"), dcqcn=DCQCN)
+    finally:
+        time.sleep(0.5)
+        dump.terminate()
+        dump.wait(10)
+        _reset(net)
+    assert all(r["ok"] for r in res.values()), res
+    return pcap
+
+
+def test_capture_dissects_as_roce_in_scapy(net, tmp_path):
+    from scapy.contrib.roce import AETH, BTH, CNPPadding
+    from scapy.layers.inet import IP
+    from scapy.utils import rdpcap
+
+    pkts = [p for p in rdpcap(_capture(net, tmp_path)) if p.haslayer(BTH)]
+    kinds = {"data": 0, "ack": 0, "cnp": 0}
+    for p in pkts:
+        bth = p[BTH]
+        assert bth.compute_icrc(None) == bytes(p[IP])[-4:], p.summary()   # valid ICRC
+        if bth.opcode in (0x00, 0x01, 0x02, 0x04):
+            kinds["data"] += 1
+            assert bth.pkey & 0x8000 and p[IP].tos & 3 in (2, 3)
+        elif bth.opcode == 0x11:
+            assert p.haslayer(AETH)
+            kinds["ack"] += 1
+        elif bth.opcode == 0x81:
+            assert bth.becn == 1 and p.haslayer(CNPPadding)
+            kinds["cnp"] += 1
+    print(f"\ncapture: {kinds}")
+    assert all(kinds.values()), kinds
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None,
+                    reason="tshark is not installed (apt-get install tshark)")
+def test_capture_dissects_as_roce_in_tshark(net, tmp_path):
+    pcap = _capture(net, tmp_path)
+    out = subprocess.run(["tshark", "-r", pcap, "-d", "udp.port==4791,infiniband", "-T", "fields",
+                          "-e", "infiniband.bth.opcode", "-e", "infiniband.invariant.crc"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    opcodes = [line.split("\t")[0] for line in out.stdout.splitlines() if line.strip()]
+    seen = {int(o, 0) for o in opcodes if o}
+    print(f"\ntshark: {len(opcodes)} packets, opcodes {sorted(hex(o) for o in seen)}")
+    assert {0x11, 0x81} <= seen and seen & {0x00, 0x01, 0x02, 0x04}
