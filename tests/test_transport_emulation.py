@@ -179,3 +179,29 @@ def test_capture_dissects_as_roce_in_tshark(net, tmp_path):
     seen = {int(o, 0) for o in opcodes if o}
     print(f"\ntshark: {len(opcodes)} packets, opcodes {sorted(hex(o) for o in seen)}")
     assert {0x11, 0x81} <= seen and seen & {0x00, 0x01, 0x02, 0x04}
+
+
+def test_nic_scheduler_shares_the_line_rate_round_robin(net, tmp_path):
+    """Two flows from one host to two receivers: the host's send loop serves both, the sum
+    stays at the line rate (the host's own shaper never has to drop or queue much)."""
+    _reset(net)
+    qdisc_before = net["h0"].cmd("tc -s -j qdisc show dev h0-eth0")
+    res = run_messages(net, [Message("h0", "h1", 2_000_000), Message("h0", "h2", 2_000_000)],
+                       str(tmp_path), dcqcn=DCQCN)
+    assert all(r["ok"] for r in res.values()), res
+    send = read_flows(str(tmp_path), "send_flow")
+    start = min(f["start_s"] for f in send)
+    end = max(f["end_s"] for f in send)
+    total = sum(f["bytes"] for f in send) * 8 / (end - start)
+    durations = [f["end_s"] - f["start_s"] for f in send]
+    import json
+    drops = [q["drops"] for q in json.loads(net["h0"].cmd("tc -s -j qdisc show dev h0-eth0"))
+             if q["kind"] == "bfifo"][0] - \
+        [q["drops"] for q in json.loads(qdisc_before) if q["kind"] == "bfifo"][0]
+    print(f"\nNIC scheduler: two flows together {total / 1e6:.2f} Mbit/s "
+          f"({total / RATE:.1%} of line rate), durations {[round(d, 2) for d in durations]} s, "
+          f"host qdisc drops {drops}, pacing late mean "
+          f"{res['h0']['pacing']['mean_late_s'] * 1e3:.2f} ms")
+    assert 0.9 * RATE <= total <= 1.0 * RATE
+    assert max(durations) / min(durations) < 1.1, "round-robin: both finish together"
+    assert drops == 0
