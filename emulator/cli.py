@@ -1,11 +1,14 @@
 """`symphony-emu`: the command line (also `python -m emulator`).
 
-    symphony-emu demo [--out DIR] [--leaves 4 --spines 4 --hosts-per-leaf 4] [--packets 200]
-                      [--routing ecmp|static] [--k 0.01] [--seed 1]
+    symphony-emu run SPEC [--out DIR] [--seeds N] [--scheme S] [--set key=value ...]
+    symphony-emu report DIR
+    symphony-emu validate SPEC [--set key=value ...]
+    symphony-emu demo [--out DIR] ...      (the switch agents alone, without collectives)
 
-``demo`` is the main job for now: a leaf-spine with the switch agents, baseline vs
-Symphony on step-misaligned traffic, with a table and plots (see emulator/fabric_demo.py).
-Experiment specs (`run`, `report`, `validate`) come with the collectives.
+``run`` executes an experiment spec (TOML, see emulator/spec.py and runs/) for each
+scheme and seed, verifies every collective, and writes manifest, logs, summary.json and
+plots; ``report`` recomputes metrics and plots from a run folder's logs; ``validate``
+checks a spec without touching the network.
 """
 
 from __future__ import annotations
@@ -62,9 +65,123 @@ def _cmd_demo(args) -> int:
     return 1 if bad else 0
 
 
+def _load_spec(args):
+    from emulator.spec import SpecError, load
+    try:
+        spec = load(args.spec, args.set or [])
+    except SpecError as e:
+        print(f"symphony-emu {args.command}: {e}", file=sys.stderr)
+        return None
+    return spec
+
+
+def _cmd_validate(args) -> int:
+    from emulator.runner import layouts, link_rate_bps
+    from emulator.jobs import theoretical_cct_s
+    spec = _load_spec(args)
+    if spec is None:
+        return 2
+    rate = link_rate_bps(spec)
+    print(f"{args.spec}: ok — {spec.name}: {len(spec.topology.host_names)} hosts, links "
+          f"{rate / 1e6:g} Mbit/s emulated (D = {spec.scale.dilation:g}), schemes "
+          f"{', '.join(spec.run.schemes)}, seeds {list(spec.run.seeds)}")
+    for lay in layouts(spec):
+        theo = theoretical_cct_s(lay, rate, spec.transport.mtu_bytes)
+        print(f"  job {lay.job}: {lay.algorithm}, {len(lay.hosts)} ranks in {len(lay.rings)} "
+              f"ring(s) of {len(lay.rings[0])}, {lay.nbytes} B per rank, {lay.steps} steps x "
+              f"{lay.passes} passes, theoretical CCT {theo * 1e3:.1f} ms emulated")
+    return 0
+
+
+def _progress_printer(label: str):
+    state = {"last": None, "t": 0.0}
+
+    def show(done: int, total: int, elapsed: float) -> None:
+        eta = f"{elapsed * (total / done - 1):5.0f}s" if done else "    ?"
+        line = f"{label}: steps {done}/{total} ({done / max(1, total):4.0%}), " \
+               f"elapsed {elapsed:5.0f}s, ETA {eta}"
+        if sys.stdout.isatty():
+            print(f"\r{line:<78}", end="", flush=True)
+        elif elapsed - state["t"] >= 10 or done == total and state["last"] != done:
+            print(line, flush=True)
+            state["t"] = elapsed
+        state["last"] = done
+    return show
+
+
+def _cmd_run(args) -> int:
+    from emulator import report, runner
+    spec = _load_spec(args)
+    if spec is None:
+        return 2
+    schemes = [args.scheme] if args.scheme else list(spec.run.schemes)
+    from emulator.spec import SCHEMES
+    if args.scheme and args.scheme not in SCHEMES:
+        print(f"symphony-emu run: --scheme {args.scheme!r}: allowed: {', '.join(SCHEMES)}",
+              file=sys.stderr)
+        return 2
+    seeds = list(range(1, args.seeds + 1)) if args.seeds else list(spec.run.seeds)
+    out = _out_dir(args.out, spec.name)
+    if os.path.exists(out) and os.listdir(out):
+        print(f"symphony-emu run: {out} exists and is not empty; choose another --out",
+              file=sys.stderr)
+        return 2
+    os.makedirs(out, exist_ok=True)
+    print(f"symphony-emu run: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} seed(s) "
+          f"-> {out}")
+    for scheme in schemes:
+        for seed in seeds:
+            rundir = os.path.join(out, f"{scheme}-seed{seed}")
+            runner.run_one(spec, scheme, seed, rundir, _progress_printer(f"{scheme} seed {seed}"))
+            if sys.stdout.isatty():
+                print()
+    summary = report.summarize(out)
+    print()
+    report.print_tables(summary, spec.scale.dilation)
+    print(f"\nsummary: {os.path.join(out, 'summary.json')}")
+    for p in summary.get("plots", []):
+        print(f"plot:    {p}")
+    bad = [r for r in summary["runs"] if not r["fidelity"]["faithful"]]
+    return 1 if bad else 0
+
+
+def _cmd_report(args) -> int:
+    from emulator import report
+    if not os.path.isdir(args.dir):
+        print(f"symphony-emu report: {args.dir}: not a folder", file=sys.stderr)
+        return 2
+    try:
+        summary = report.summarize(args.dir)
+    except FileNotFoundError as e:
+        print(f"symphony-emu report: {e}", file=sys.stderr)
+        return 2
+    import json
+    with open(os.path.join(report.run_dirs(args.dir)[0], "manifest.json")) as f:
+        dilation = json.load(f)["scale"]["dilation"]
+    report.print_tables(summary, dilation)
+    for p in summary.get("plots", []):
+        print(f"plot: {p}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="symphony-emu", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run an experiment spec (every scheme and seed)")
+    r.add_argument("spec", help="experiment spec (TOML), e.g. runs/table1.toml")
+    r.add_argument("--out", help="output folder (default runs/out/<time>-<name>)")
+    r.add_argument("--seeds", type=_positive_int, help="run seeds 1..N instead of the spec's")
+    r.add_argument("--scheme", help="run only this scheme (baseline, symphony)")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a spec value, e.g. --set symphony.k=0.001 (repeatable)")
+    r.set_defaults(func=_cmd_run, needs_root=True)
+    rp = sub.add_parser("report", help="recompute metrics and plots from a run folder")
+    rp.add_argument("dir")
+    rp.set_defaults(func=_cmd_report, needs_root=False)
+    v = sub.add_parser("validate", help="check a spec without running it")
+    v.add_argument("spec")
+    v.add_argument("--set", action="append", metavar="KEY=VALUE")
+    v.set_defaults(func=_cmd_validate, needs_root=False)
     d = sub.add_parser("demo", help="leaf-spine + switch agents: baseline vs Symphony marks")
     d.add_argument("--out", help="output folder (default runs/out/<time>-demo)")
     d.add_argument("--leaves", type=_positive_int, default=4)
@@ -76,13 +193,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="each host's send rate as a fraction of its link rate (0, 1]")
     d.add_argument("--k", type=float, default=0.01, help="Symphony's gain k")
     d.add_argument("--seed", type=int, default=1)
-    d.set_defaults(func=_cmd_demo)
+    d.set_defaults(func=_cmd_demo, needs_root=True)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if os.geteuid() != 0:
+    if args.needs_root and os.geteuid() != 0:
         print(f"symphony-emu {args.command}: needs root (network namespaces, iptables)",
               file=sys.stderr)
         return 2

@@ -11,9 +11,10 @@ Two reaction-point variants:
     the increase timer, byte counter and their event counts restart.
     ``alpha <- (1-g) alpha`` every ``alpha_timer_s`` (K) without a CNP.
     Increase events: every ``timer_s`` (T) and every ``byte_counter_bytes`` (B) sent. With
-    T_count and BC_count the events so far: fast recovery while max(T, BC) < F
-    (``Rc <- (Rt + Rc)/2``), hyper increase once min(T, BC) >= F (``Rt += R_HAI``),
-    additive increase otherwise (``Rt += R_AI``), then ``Rc <- (Rt + Rc)/2``.
+    T_count and BC_count the events so far, this one included: fast recovery for the
+    first F events, i.e. while max(T, BC) <= F (``Rc <- (Rt + Rc)/2``), hyper increase
+    once min(T, BC) > F (``Rt += R_HAI``), additive increase otherwise (``Rt += R_AI``),
+    then ``Rc <- (Rt + Rc)/2``.
     Flows start at line rate; nothing increases before the first cut.
 
 ``mlx`` (the HPCC ns-3 simulator's Mellanox-style, timer-only variant)
@@ -186,10 +187,11 @@ class ReactionPoint:
     def _increase(self) -> None:
         p = self.p
         if p.variant == "paper":
+            # t_count/bc_count include this event: the first F events are fast recovery
             hi, lo = max(self.t_count, self.bc_count), min(self.t_count, self.bc_count)
-            if hi < p.fast_recovery_steps:
+            if hi <= p.fast_recovery_steps:
                 pass                                  # fast recovery
-            elif lo >= p.fast_recovery_steps:
+            elif lo > p.fast_recovery_steps:
                 self.target_bps += p.rhai_bps         # hyper increase
             else:
                 self.target_bps += p.rai_bps          # additive increase

@@ -28,6 +28,8 @@ class GbnSender:
             raise ValueError(f"a message needs at least one packet, got {n_packets}")
         if not rto_s > 0:
             raise ValueError(f"rto_s must be > 0, got {rto_s}")
+        if max_outstanding is not None and max_outstanding < 1:
+            raise ValueError(f"max_outstanding must be >= 1 or None, got {max_outstanding}")
         self.n_packets = n_packets
         self.rto_s = rto_s
         self.max_outstanding = max_outstanding
@@ -75,13 +77,12 @@ class GbnSender:
     def on_nak(self, expected_psn: int, now_s: float) -> None:
         """NAK: the receiver expects ``expected_psn``; go back to it."""
         self.naks += 1
-        if expected_psn > self.high_water:
-            return
+        if expected_psn > self.high_water or expected_psn < self.snd_una:
+            return                            # for a PSN never sent, or stale
         if expected_psn > self.snd_una:
             self.snd_una = expected_psn
             self.last_progress_s = now_s
-        if expected_psn < self.snd_nxt:
-            self.snd_nxt = max(expected_psn, self.snd_una)
+        self.snd_nxt = expected_psn           # go back (or forward, past what was resent)
 
     def check_timeout(self, now_s: float) -> bool:
         """Rewind to snd_una if nothing was acknowledged for rto_s while data is out."""

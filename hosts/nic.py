@@ -64,6 +64,8 @@ class TransportParams:
             raise ValueError(f"mtu_bytes must be in 256..8192, got {self.mtu_bytes}")
         if self.ack_every < 1 or not self.rto_s > 0 or not self.nak_timeout_s > 0:
             raise ValueError("ack_every must be >= 1, rto_s and nak_timeout_s > 0")
+        if self.max_outstanding is not None and self.max_outstanding < 1:
+            raise ValueError(f"max_outstanding must be >= 1 or None, got {self.max_outstanding}")
 
 
 @dataclass

@@ -115,9 +115,14 @@ class Agent:
                               "marks_symphony": marks_symphony})
 
     def _sample_ports(self, now: float) -> None:
+        """One ``port`` record per port that had traffic or a queue since the last sample
+        (an idle port's queue is zero and its counters unchanged: nothing to write)."""
         for port in self.pipeline.ports.values():
             q = port.queue.backlog(now)
             c = port.counters
+            if c.pkts == port.sampled_pkts and q == 0.0 and port.window_max_q_bytes == 0.0:
+                continue
+            port.sampled_pkts = c.pkts
             self.telemetry.write({"type": "port", "t_s": now, "port": port.name, "q_bytes": q,
                                   "max_q_bytes": max(q, port.window_max_q_bytes),
                                   "pkts": c.pkts, "bytes": c.bytes,

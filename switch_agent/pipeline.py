@@ -64,6 +64,7 @@ class Port:
     queue: EgressQueue
     counters: PortCounters = field(default_factory=PortCounters)
     window_max_q_bytes: float = 0.0   # max backlog since the last sample
+    sampled_pkts: int = 0             # counters.pkts at the last sample
 
 
 class SwitchPipeline:

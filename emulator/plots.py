@@ -1,0 +1,137 @@
+"""Plots of a run set (matplotlib, PNG). Unfaithful runs are labelled so on the plot."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from emulator import metrics  # noqa: E402
+from emulator.jobs import wire_bytes  # noqa: E402
+from emulator.report import _records  # noqa: E402
+
+COLORS = {"baseline": "tab:red", "symphony": "tab:blue", "pq": "tab:orange"}
+
+
+def _label(run: dict) -> str:
+    tag = "" if run["fidelity"]["faithful"] else "  [UNFAITHFUL]"
+    return f"{run['scheme']} (seed {run['seed']}){tag}"
+
+
+def _flows(run: dict) -> list[dict]:
+    return metrics.join_flows(_records(run["rundir"], "send_flow"),
+                              _records(run["rundir"], "recv_flow"))
+
+
+def _first_seed_runs(runs: list[dict]) -> list[dict]:
+    seen, out = set(), []
+    for r in runs:
+        if r["scheme"] not in seen:
+            seen.add(r["scheme"])
+            out.append(r)
+    return out
+
+
+def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
+    rate = manifest["link_rate_bps"]
+    mtu = manifest["mtu_bytes"]
+    shown = _first_seed_runs(runs)
+    flows = {id(r): _flows(r) for r in shown}
+    job = runs[0]["jobs"][0]["job"]
+    t0 = {id(r): min((f["t_start"] for f in flows[id(r)] if f["job"] == job), default=0.0)
+          for r in shown}
+    paths = []
+
+    # Step overlap timeline and step completion rate (paper Fig 2a/2b, 4a).
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for r in shown:
+        ts, vs = metrics.overlap_timeline(flows[id(r)], job)
+        if len(ts):
+            a1.step((ts - t0[id(r)]) * 1e3, vs, where="post", label=_label(r),
+                    color=COLORS.get(r["scheme"]))
+        sc = metrics.step_completion(flows[id(r)], job, rate, lambda b: wire_bytes(b, mtu))
+        a2.plot(range(len(sc["steps"])), sc["normalized_rate"], ".-", label=_label(r),
+                color=COLORS.get(r["scheme"]))
+    a1.axhline(1, color="k", lw=0.8, ls=":")
+    a1.set_xlabel("time since the job's first packet (ms, emulated)")
+    a1.set_ylabel("degree of step overlap (1 = lockstep)")
+    a1.set_title(f"Step overlap, job {job}")
+    a1.legend(fontsize=8)
+    a2.axhline(1, color="k", lw=0.8, ls=":")
+    a2.set_xlabel("step (all passes)")
+    a2.set_ylabel("step completion rate / ideal")
+    a2.set_ylim(bottom=0)
+    a2.set_title("Normalized step completion rate")
+    a2.legend(fontsize=8)
+    fig.tight_layout()
+    paths.append(_save(fig, out_dir, "overlap_and_step_rate.png"))
+
+    # Gantt of one ring per scheme: each sender's flows, coloured by step.
+    fig, axes = plt.subplots(len(shown), 1, figsize=(12, 2.2 + 1.4 * len(shown)), squeeze=False)
+    for ax, r in zip(axes[:, 0], shown):
+        mine = [f for f in flows[id(r)] if f["job"] == job and f["channel"] == 0]
+        senders = sorted({f["src"] for f in mine}, key=lambda ip: tuple(map(int, ip.split("."))))
+        steps = sorted({f["step"] for f in mine}) or [0]
+        cmap = plt.get_cmap("viridis")
+        for f in mine:
+            y = senders.index(f["src"])
+            c = cmap((f["step"] - steps[0]) / max(1, steps[-1] - steps[0]))
+            ax.barh(y, (f["t_end"] - f["t_start"]) * 1e3, left=(f["t_start"] - t0[id(r)]) * 1e3,
+                    height=0.6, color=c, edgecolor="k", lw=0.3)
+        ax.set_yticks(range(len(senders)), senders, fontsize=7)
+        ax.set_title(f"{_label(r)}: flows of ring/channel 0 (colour = step)", fontsize=9)
+        ax.set_xlabel("time (ms, emulated)")
+    fig.tight_layout()
+    paths.append(_save(fig, out_dir, "gantt_ring0.png"))
+
+    # Throughput timeline per job.
+    fig, ax = plt.subplots(figsize=(12, 3.8))
+    for r in shown:
+        for j in r["jobs"]:
+            ts, bps = metrics.throughput_timeline(flows[id(r)], j["job"], bin_s=0.05)
+            if len(ts):
+                ax.plot((ts - t0[id(r)]) * 1e3, bps / 1e6, label=f"{_label(r)} job {j['job']}",
+                        color=COLORS.get(r["scheme"]))
+    ax.set_xlabel("time (ms, emulated)")
+    ax.set_ylabel("delivered (Mbit/s, emulated)")
+    ax.set_title("Job throughput (all flows of the job, 50 ms bins)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    paths.append(_save(fig, out_dir, "throughput.png"))
+
+    # CDFs over seeds (and passes) when there is more than one sample per scheme.
+    per_scheme = defaultdict(lambda: {"overlap": [], "cct": []})
+    for r in runs:
+        for j in r["jobs"]:
+            per_scheme[r["scheme"]]["overlap"].append(j["max_step_overlap"])
+            per_scheme[r["scheme"]]["cct"] += [c["cct_s"] for c in j["collectives"] if c["cct_s"]]
+    if any(len(v["cct"]) > 1 for v in per_scheme.values()):
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4))
+        for s, v in per_scheme.items():
+            if v["overlap"]:
+                x, y = metrics.cdf(v["overlap"])
+                a1.step(x, y, where="post", label=s, color=COLORS.get(s))
+            if v["cct"]:
+                x, y = metrics.cdf(np.array(v["cct"]) * 1e3)
+                a2.step(x, y, where="post", label=s, color=COLORS.get(s))
+        a1.set_xlabel("max step overlap (per job and seed)")
+        a1.set_ylabel("CDF")
+        a1.legend()
+        a2.set_xlabel("CCT (ms, emulated; every pass of every seed)")
+        a2.set_ylabel("CDF")
+        a2.legend()
+        fig.tight_layout()
+        paths.append(_save(fig, out_dir, "cdfs.png"))
+    return paths
+
+
+def _save(fig, out_dir: str, name: str) -> str:
+    path = os.path.join(out_dir, name)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

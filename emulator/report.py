@@ -1,0 +1,200 @@
+"""Metrics, fidelity verdict, ``summary.json``, tables and plots from run folders.
+
+Works from the files alone, so ``symphony-emu report DIR`` recomputes everything after
+the fact. ``summary.json`` (read by tests outside this repository)::
+
+    {"runs": [{"scheme", "seed",
+               "jobs": [{"job", "jct_s", "max_step_overlap", "last_step_span_s",
+                         "collectives": [{"pass", "cct_s", "theoretical_cct_s", "cct_ratio",
+                                          "verified", "algbw_bps", "busbw_bps"}]}],
+               "fidelity": {"faithful", "reasons", "cpu_busy", "nfqueue_drops",
+                            "pacing_mean_late_s", ...}}],
+     "spec": ..., "scale": ...}
+
+Fidelity thresholds (DESIGN.md §8; a run over any is flagged, not silently reported):
+CPU busy above 90 % (timers and pacing slip), any NFQUEUE drop (packets the agents never
+saw), mean pacing lateness above 25 % of a frame time, a collective faster than the
+theoretical lockstep bound (a broken measurement), a run that timed out, and any
+collective whose result was wrong (that one is an error, not just unfaithful).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+
+import numpy as np
+
+from emulator import metrics
+from emulator.jobs import JobLayout, theoretical_cct_s, wire_bytes
+
+CPU_BUSY_MAX = 0.90
+PACING_LATE_MAX_FRAMES = 0.25
+CCT_RATIO_MIN = 0.95
+
+
+def _records(rundir: str, kind: str) -> list[dict]:
+    out = []
+    for name in sorted(os.listdir(rundir)):
+        if name.startswith("h") and name.endswith(".jsonl"):
+            with open(os.path.join(rundir, name)) as f:
+                out += [r for r in map(json.loads, filter(str.strip, f)) if r.get("type") == kind]
+    return out
+
+
+def analyze_run(rundir: str) -> dict:
+    with open(os.path.join(rundir, "manifest.json")) as f:
+        man = json.load(f)
+    meas = {}
+    if os.path.exists(os.path.join(rundir, "measurements.json")):
+        with open(os.path.join(rundir, "measurements.json")) as f:
+            meas = json.load(f)
+    rate, mtu = man["link_rate_bps"], man["mtu_bytes"]
+    lays = [JobLayout(**{**x, "hosts": tuple(x["hosts"]),
+                         "rings": tuple(tuple(r) for r in x["rings"]),
+                         "grid": tuple(tuple(r) for r in x["grid"]) if x["grid"] else None})
+            for x in man["layouts"]]
+    flows = metrics.join_flows(_records(rundir, "send_flow"), _records(rundir, "recv_flow"))
+    colls = metrics.collective_times(_records(rundir, "collective"))
+    jobs_out = []
+    ratios = []
+    wrong = []
+    for lay in lays:
+        theo = theoretical_cct_s(lay, rate, mtu)
+        cs = []
+        for p in range(lay.passes):
+            c = colls.get((lay.job, p))
+            if c is None:
+                cs.append({"pass": p, "cct_s": None, "theoretical_cct_s": theo, "cct_ratio": None,
+                           "verified": False, "algbw_bps": None, "busbw_bps": None})
+                wrong.append(f"job {lay.job} pass {p}: never completed")
+                continue
+            alg, bus = metrics.bandwidths(lay.nbytes, c["cct_s"], lay.bus_factor)
+            ratio = c["cct_s"] / theo
+            ratios.append(ratio)
+            if not c["verified"] or c["ranks"] != len(lay.hosts):
+                wrong.append(f"job {lay.job} pass {p}: "
+                             f"{'WRONG RESULT' if not c['verified'] else 'ranks missing'}")
+            cs.append({"pass": p, "start_s": c["start_s"], "cct_s": c["cct_s"],
+                       "theoretical_cct_s": theo, "cct_ratio": ratio,
+                       "verified": c["verified"] and c["ranks"] == len(lay.hosts),
+                       "algbw_bps": alg * 8, "busbw_bps": bus * 8})
+        done = [c for c in cs if c["cct_s"] is not None]
+        jct = (max(c["start_s"] + c["cct_s"] for c in done) - min(c["start_s"] for c in done)
+               if done else None)
+        jobs_out.append({"job": lay.job, "algorithm": lay.algorithm, "ranks": len(lay.hosts),
+                         "nbytes": lay.nbytes, "collectives": cs, "jct_s": jct,
+                         "max_step_overlap": metrics.max_overlap(flows, lay.job),
+                         "last_step_span_s": metrics.last_step_span(flows, lay.job)})
+    fid = fidelity(meas, rate, mtu, ratios, wrong)
+    return {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir, "jobs": jobs_out,
+            "fidelity": fid}
+
+
+def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list) -> dict:
+    reasons = []
+    cpu = meas.get("cpu_busy")
+    if cpu is not None and cpu > CPU_BUSY_MAX:
+        reasons.append(f"CPU {cpu:.0%} busy (> {CPU_BUSY_MAX:.0%}): timers and pacing slip")
+    drops = {}
+    for name, a in meas.get("agents", {}).items():
+        n = (a["nfqueue"].get("queue_dropped", 0) + a["nfqueue"].get("user_dropped", 0)
+             + a["nfqueue"].get("agent_enobufs", 0))
+        drops[name] = n
+        if n:
+            reasons.append(f"{name}: NFQUEUE dropped {n} packets the agent never saw")
+    frame_s = wire_bytes(mtu, mtu) * 8 / rate_bps
+    late = [s["pacing"]["mean_late_s"] for s in meas.get("rank_summaries", {}).values()]
+    pacing = max(late) if late else None
+    if pacing is not None and pacing > PACING_LATE_MAX_FRAMES * frame_s:
+        reasons.append(f"pacing: a host sends {pacing * 1e3:.2f} ms late on average "
+                       f"(> {PACING_LATE_MAX_FRAMES:.0%} of a {frame_s * 1e3:.2f} ms frame)")
+    if ratios and min(ratios) < CCT_RATIO_MIN:
+        reasons.append(f"a collective took {min(ratios):.2f}x the theoretical lockstep time: "
+                       f"faster than the link allows, the measurement is broken")
+    if meas.get("timed_out"):
+        reasons.append("the run timed out")
+    bad_exit = {h: rc for h, rc in meas.get("host_exit", {}).items() if rc != 0}
+    if bad_exit:
+        reasons.append(f"host processes failed: {bad_exit}")
+    if meas.get("teardown_leftovers"):
+        reasons.append(f"teardown had to remove {meas['teardown_leftovers']}")
+    return {"faithful": not reasons and not wrong, "reasons": reasons, "errors": wrong,
+            "cpu_busy": cpu, "nfqueue_drops": drops, "pacing_mean_late_s": pacing,
+            "cct_ratio_min": min(ratios) if ratios else None,
+            "cct_ratio_max": max(ratios) if ratios else None}
+
+
+def run_dirs(out_dir: str) -> list[str]:
+    return sorted(os.path.join(out_dir, d) for d in os.listdir(out_dir)
+                  if os.path.exists(os.path.join(out_dir, d, "manifest.json")))
+
+
+def summarize(out_dir: str, plots: bool = True) -> dict:
+    runs = [analyze_run(d) for d in run_dirs(out_dir)]
+    if not runs:
+        raise FileNotFoundError(f"{out_dir}: no run folders (with manifest.json) found")
+    with open(os.path.join(run_dirs(out_dir)[0], "manifest.json")) as f:
+        man = json.load(f)
+    summary = {"name": man["name"], "spec": man["spec"], "scale": man["scale"],
+               "link_rate_bps": man["link_rate_bps"], "runs": runs,
+               "comparison": compare(runs)}
+    if plots:
+        from emulator import plots as plotting
+        summary["plots"] = plotting.plot_all(out_dir, runs, man)
+    with open(os.path.join(out_dir, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    return summary
+
+
+def compare(runs: list[dict]) -> dict:
+    """Per scheme: median CCT, JCT, max overlap over seeds and jobs."""
+    by = defaultdict(lambda: {"cct_s": [], "jct_s": [], "max_step_overlap": []})
+    for r in runs:
+        for j in r["jobs"]:
+            by[r["scheme"]]["cct_s"] += [c["cct_s"] for c in j["collectives"] if c["cct_s"]]
+            if j["jct_s"] is not None:
+                by[r["scheme"]]["jct_s"].append(j["jct_s"])
+            by[r["scheme"]]["max_step_overlap"].append(j["max_step_overlap"])
+    return {s: {k: (float(np.median(v)) if v else None) for k, v in d.items()}
+            for s, d in by.items()}
+
+
+def print_tables(summary: dict, dilation: float) -> None:
+    """nccl-tests-style lines per collective, then a scheme comparison."""
+    print("#  scheme   seed job pass       size  count   type redop    time(ms)  theo(ms) "
+          " ratio   algbw(GB/s) busbw(GB/s) #wrong")
+    print("#                                 (B)                    emulated            "
+          "         real-scale equivalent")
+    for r in summary["runs"]:
+        for j in r["jobs"]:
+            for c in j["collectives"]:
+                if c["cct_s"] is None:
+                    print(f"  {r['scheme']:>9} {r['seed']:>4} {j['job']:>3} {c['pass']:>4}  "
+                          f"did not complete")
+                    continue
+                alg = c["algbw_bps"] / 8 * dilation / 1e9
+                bus = c["busbw_bps"] / 8 * dilation / 1e9
+                print(f"  {r['scheme']:>9} {r['seed']:>4} {j['job']:>3} {c['pass']:>4} "
+                      f"{j['nbytes']:>10} {j['nbytes'] // 4:>6}  float   sum "
+                      f"{c['cct_s'] * 1e3:>10.1f} {c['theoretical_cct_s'] * 1e3:>9.1f} "
+                      f"{c['cct_ratio']:>6.2f} {alg:>13.3f} {bus:>11.3f} "
+                      f"{0 if c['verified'] else 1:>6}")
+    print()
+    comp = summary["comparison"]
+    print(f"{'scheme':<10}{'median CCT (ms)':>17}{'median JCT (ms)':>17}{'median max overlap':>20}")
+    for s, d in comp.items():
+        cct = f"{d['cct_s'] * 1e3:.1f}" if d["cct_s"] else "-"
+        jct = f"{d['jct_s'] * 1e3:.1f}" if d["jct_s"] else "-"
+        print(f"{s:<10}{cct:>17}{jct:>17}{d['max_step_overlap'] or 0:>20.1f}")
+    if "baseline" in comp and "symphony" in comp and comp["baseline"]["cct_s"] \
+            and comp["symphony"]["cct_s"]:
+        d = comp["symphony"]["cct_s"] / comp["baseline"]["cct_s"] - 1
+        print(f"\nSymphony vs baseline, median CCT: {d:+.1%}")
+    for r in summary["runs"]:
+        f = r["fidelity"]
+        if f["errors"]:
+            print(f"\n!!! {r['scheme']} seed {r['seed']}: " + "; ".join(f["errors"]))
+        if f["reasons"]:
+            print(f"\nUNFAITHFUL {r['scheme']} seed {r['seed']}: " + "; ".join(f["reasons"]))

@@ -1,0 +1,244 @@
+"""Run an experiment spec: for each scheme and seed, build the fabric, start the switch
+agents and one rank process per host, show progress, enforce the timeout, collect the
+logs and tear down exactly what was created. Each run gets a folder::
+
+    <out>/<scheme>-seed<seed>/
+        manifest.json      spec, scheme, seed, scale, layouts, versions, git revision
+        measurements.json  what only the live run can measure (CPU load, agent counters)
+        h*.jsonl           host telemetry (flows, collectives, summaries)
+        leaf*/spine*.jsonl agent telemetry
+        *.host.json, *.agent.json, *.log   configs and logs
+
+``emulator.report`` turns those into ``summary.json`` and plots (also later, from the
+folder alone: ``symphony-emu report DIR``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import selectors
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+
+from emulator import jobs as joblib
+from emulator.messages import default_dcqcn
+from emulator.network import Fabric
+from emulator.spec import Spec
+from hosts.nic import TransportParams
+from hosts.scale import Scale
+from topologies import fabric
+from topologies.dumbbell import DumbbellTopo
+from topologies.leafspine import LeafSpineTopo
+
+
+def scale_of(spec: Spec) -> Scale:
+    return Scale(spec.scale.dilation)
+
+
+def link_rate_bps(spec: Spec) -> float:
+    return scale_of(spec).rate_bps(spec.topology.link_rate_gbps * 1e9)
+
+
+def layouts(spec: Spec) -> list[joblib.JobLayout]:
+    sc = scale_of(spec)
+    return [joblib.layout(j, spec.topology, sc.time_s) for j in spec.jobs]
+
+
+def path_hops(spec: Spec) -> int:
+    """Links on the longest host-to-host path."""
+    t = spec.topology
+    return 4 if t.kind == "leafspine" and t.leaves > 1 else 2
+
+
+def agent_config(spec: Spec, scheme: str, seed: int) -> dict:
+    sc = scale_of(spec)
+    sw, sy = spec.switch, spec.symphony
+    return {"seed": seed,
+            "red": {"enabled": sw.red, "kmin_bytes": sw.kmin_bytes, "kmax_bytes": sw.kmax_bytes,
+                    "pmax": sw.pmax},
+            "symphony": {"enabled": scheme == "symphony", "k": sy.k, "tau": sy.tau,
+                         "t_win_s": sc.time_s(sy.t_win_us * 1e-6), "n_warmup": sy.n_warmup,
+                         "n_sample": sy.n_sample}}
+
+
+def topology(spec: Spec, scheme: str, seed: int, rundir: str):
+    t = spec.topology
+    opts = dict(rate_bps=link_rate_bps(spec), buffer_bytes=t.buffer_bytes, routing=t.routing,
+                agent=agent_config(spec, scheme, seed), rundir=rundir)
+    if t.kind == "dumbbell":
+        return DumbbellTopo(t.hosts, **opts)
+    return LeafSpineTopo(t.leaves, t.spines, t.hosts_per_leaf, **opts)
+
+
+def rank_configs(spec: Spec, lays: list[joblib.JobLayout], seed: int, ips: dict[str, str],
+                 start_at: float, rundir: str, timeout_s: float) -> dict[str, dict]:
+    rate = link_rate_bps(spec)
+    dcqcn = default_dcqcn(rate, spec.dcqcn.variant, scale_of(spec))
+    tr = spec.transport
+    transport = TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
+                                per_step_sport=tr.per_step_sport)
+    cfgs: dict[str, dict] = {}
+    for lay in lays:
+        rank_ips = {str(r): ips[h] for r, h in enumerate(lay.hosts)}
+        for rank, host in enumerate(lay.hosts):
+            ring_idx = next(i for i, r in enumerate(lay.rings) if rank in r)
+            cfg = cfgs.setdefault(host, {
+                "name": host, "ip": ips[host], "line_rate_bps": rate, "dcqcn": asdict(dcqcn),
+                "transport": asdict(transport), "start_at": start_at, "timeout_s": timeout_s,
+                "telemetry_path": os.path.join(rundir, f"{host}.jsonl"), "ranks": []})
+            cfg["ranks"].append({
+                "job": lay.job, "rank": rank, "algorithm": lay.algorithm,
+                "rings": [list(lay.rings[ring_idx])],
+                "grid": [list(r) for r in lay.grid] if lay.grid else None,
+                "channel": 0 if lay.grid else ring_idx, "rank_ips": rank_ips,
+                "nbytes": lay.nbytes, "passes": lay.passes, "compute_gap_s": lay.compute_gap_s,
+                "start_s": lay.start_s, "steps_per_collective": lay.steps, "seed": seed})
+    return cfgs
+
+
+class CpuMeter:
+    """Busy share of all CPUs between start() and stop(), from /proc/stat."""
+
+    @staticmethod
+    def _read():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return sum(v), idle
+
+    def start(self):
+        self._t0 = self._read()
+
+    def stop(self) -> float:
+        total, idle = self._read()
+        dt, di = total - self._t0[0], idle - self._t0[1]
+        return 1 - di / dt if dt else 0.0
+
+
+def _git_revision() -> str:
+    try:
+        return subprocess.run(["git", "-C", fabric.REPO_ROOT, "describe", "--always", "--dirty"],
+                              capture_output=True, text=True, timeout=5).stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version(), "kernel": platform.release()}
+    for mod in ("numpy", "scapy", "matplotlib"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:           # noqa: BLE001 - a version is informational only
+            out[mod] = None
+    try:
+        import mininet.net
+        out["mininet"] = getattr(mininet.net, "VERSION", None)
+    except ImportError:
+        out["mininet"] = None
+    return out
+
+
+def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> dict:
+    """One (scheme, seed) run into ``rundir``; returns the live measurements."""
+    os.makedirs(rundir, exist_ok=True)
+    lays = layouts(spec)
+    sc = scale_of(spec)
+    manifest = {"spec_path": spec.path, "spec": spec.raw, "name": spec.name, "scheme": scheme,
+                "seed": seed, "scale": {"dilation": sc.dilation}, "link_rate_bps": link_rate_bps(spec),
+                "mtu_bytes": spec.transport.mtu_bytes, "path_hops": path_hops(spec),
+                "layouts": [asdict(x) for x in lays], "versions": _versions(),
+                "git_revision": _git_revision(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "machine": {"cpus": os.cpu_count(), "node": platform.node()}}
+    with open(os.path.join(rundir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    timeout_s = spec.run.timeout_s
+    meas = {"timed_out": False, "host_exit": {}}
+    cpu = CpuMeter()
+    with Fabric(topology(spec, scheme, seed, rundir)) as fab:
+        ips = {h.name: h.IP() for h in fab.hosts}
+        cfgs = rank_configs(spec, lays, seed, ips, None, rundir, timeout_s)
+        procs = {}
+        env = dict(os.environ, PYTHONPATH=fabric.REPO_ROOT)
+        for host, cfg in cfgs.items():
+            path = os.path.join(rundir, f"{host}.host.json")
+            with open(path, "w") as f:
+                json.dump(cfg, f, indent=1)
+            log = open(os.path.join(rundir, f"{host}.host.log"), "w")
+            procs[host] = fab[host].popen([sys.executable, "-m", "hosts.rank", "--config", path],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=log, env=env, cwd=fabric.REPO_ROOT)
+            log.close()
+        total = sum(lay.passes * lay.steps * len(lay.hosts) for lay in lays)
+        done = {h: 0 for h in procs}
+        summaries = {}
+        sel = selectors.DefaultSelector()
+        buffers = {}
+        for h, p in procs.items():
+            os.set_blocking(p.stdout.fileno(), False)
+            sel.register(p.stdout, selectors.EVENT_READ, h)
+            buffers[h] = b""
+        t_begin = time.monotonic()
+        ready: set[str] = set()
+        started = False
+        deadline = t_begin + 120          # for set-up; the run's own timeout once started
+        try:
+            while sel.get_map():
+                if not started and len(ready) == len(procs):
+                    start_at = time.monotonic() + 0.2
+                    for p in procs.values():
+                        p.stdin.write(f"{start_at}\n".encode())
+                        p.stdin.flush()
+                    started = True
+                    cpu.start()                # the run itself, not the set-up
+                    t_begin = time.monotonic()
+                    deadline = start_at + timeout_s
+                if time.monotonic() > deadline:
+                    meas["timed_out"] = True
+                    meas["timed_out_in"] = "run" if started else "set-up"
+                    break
+                for key, _ in sel.select(timeout=0.25):
+                    h = key.data
+                    chunk = key.fileobj.read()
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                        continue
+                    buffers[h] += chunk
+                    *lines, buffers[h] = buffers[h].split(b"\n")
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        msg = json.loads(line)
+                        if msg.get("ready"):
+                            ready.add(h)
+                        elif "progress" in msg:
+                            done[h] = msg["progress"]
+                        elif msg.get("type") == "rank_summary":
+                            summaries[h] = msg
+                if progress is not None and started:
+                    progress(sum(done.values()), total, time.monotonic() - t_begin)
+        finally:
+            for h, p in procs.items():
+                if p.poll() is None:
+                    p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                meas["host_exit"][h] = p.returncode
+                p.stdout.close()
+                p.stdin.close()
+            sel.close()
+        meas["cpu_busy"] = cpu.stop() if started else None
+        meas["wall_s"] = time.monotonic() - t_begin
+        meas["agents"] = {name: {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"]}
+                          for name, s in fab.agents({"cmd": "stats"}).items()}
+        meas["rank_summaries"] = summaries
+    meas["teardown_leftovers"] = fab.leftovers
+    with open(os.path.join(rundir, "measurements.json"), "w") as f:
+        json.dump(meas, f, indent=1)
+    return meas

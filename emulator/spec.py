@@ -1,0 +1,413 @@
+"""Experiment specs: TOML files validated into frozen dataclasses before anything starts.
+
+Quantities are written at **real scale**, as in the paper (link rates in Gb/s, times in
+µs/ms); the run converts them with ``hosts.scale`` (``[scale] dilation``). Byte
+quantities are the same at both scales. A complete spec with every key::
+
+    name = "table1"
+    description = "free text"
+
+    [scale]
+    dilation = 1000                  # emulated = real / D for rates, x D for times
+
+    [topology]
+    kind = "leafspine"               # leafspine | dumbbell
+    leaves = 4                       # leafspine only
+    spines = 4                       # leafspine only
+    hosts_per_leaf = 4               # leafspine; dumbbell: `hosts`
+    hosts = 3                        # dumbbell only
+    routing = "ecmp"                 # ecmp | static
+    link_rate_gbps = 10.0
+    buffer_bytes = 524288            # per switch egress port
+
+    [switch]                         # RED/ECN of the congestion point
+    red = true
+    kmin_bytes = 50000
+    kmax_bytes = 100000
+    pmax = 0.2
+
+    [symphony]                       # used by scheme "symphony"
+    k = 0.01
+    tau = 0.25
+    t_win_us = 100.0
+    n_warmup = 2
+    n_sample = 8
+
+    [dcqcn]
+    variant = "paper"                # paper | mlx
+
+    [transport]
+    mtu_bytes = 4096
+    ack_every = 8
+    per_step_sport = true            # false: one source port per connection
+
+    [[jobs]]                         # one table per job
+    id = 1                           # job id (P_Key), 1..32767
+    hosts = "all"                    # "all", or a list of host names ["h0", "h4", ...]
+    algorithm = "ring_allreduce"     # ring_allreduce | ring_reducescatter | ring_allgather
+                                     # | ring2d_allreduce
+    rings = "rail"                   # rail: ring r = host r of every leaf (Fig 1a);
+                                     # single: one ring over `hosts` in order
+    grid = [4, 4]                    # ring2d_allreduce: [rows, columns], hosts row by row
+    chunk_bytes = 262144             # bytes per step flow (or size_bytes: bytes per rank)
+    passes = 4                       # back-to-back collectives
+    compute_gap_us = 0.0             # between passes
+    start_ms = 0.0
+
+    [run]
+    schemes = ["baseline", "symphony"]
+    seeds = [1]                      # or a count: seeds = 3 -> [1, 2, 3]
+    timeout_s = 600                  # per run, wall clock
+
+A bad spec raises :class:`SpecError` naming the file, the key, the value and what is
+allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+
+try:
+    import tomllib
+except ModuleNotFoundError:          # Python 3.10
+    import tomli as tomllib
+
+from hosts.collectives import ALGORITHMS
+
+SCHEMES = ("baseline", "symphony")
+TOPOLOGY_KINDS = ("leafspine", "dumbbell")
+ROUTINGS = ("ecmp", "static")
+ALGORITHM_NAMES = tuple(ALGORITHMS) + ("ring2d_allreduce",)
+RING_LAYOUTS = ("rail", "single")
+DCQCN_VARIANTS = ("paper", "mlx")
+
+
+class SpecError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ScaleSpec:
+    dilation: float = 1000.0
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    kind: str = "leafspine"
+    leaves: int = 4
+    spines: int = 4
+    hosts_per_leaf: int = 4
+    hosts: int = 3
+    routing: str = "ecmp"
+    link_rate_gbps: float = 10.0
+    buffer_bytes: int = 512 * 1024
+
+    @property
+    def host_names(self) -> list[str]:
+        n = self.leaves * self.hosts_per_leaf if self.kind == "leafspine" else self.hosts
+        return [f"h{i}" for i in range(n)]
+
+    @property
+    def per_leaf(self) -> int:
+        return self.hosts_per_leaf if self.kind == "leafspine" else self.hosts
+
+
+@dataclass(frozen=True)
+class SwitchSpec:
+    red: bool = True
+    kmin_bytes: int = 50_000
+    kmax_bytes: int = 100_000
+    pmax: float = 0.2
+
+
+@dataclass(frozen=True)
+class SymphonySpec:
+    k: float = 0.01
+    tau: float = 0.25
+    t_win_us: float = 100.0
+    n_warmup: int = 2
+    n_sample: int = 8
+
+
+@dataclass(frozen=True)
+class DcqcnSpec:
+    variant: str = "paper"
+
+
+@dataclass(frozen=True)
+class TransportSpec:
+    mtu_bytes: int = 4096
+    ack_every: int = 8
+    per_step_sport: bool = True
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    id: int = 1
+    hosts: tuple = ("all",)
+    algorithm: str = "ring_allreduce"
+    rings: str = "rail"
+    grid: tuple | None = None
+    chunk_bytes: int | None = None
+    size_bytes: int | None = None
+    passes: int = 1
+    compute_gap_us: float = 0.0
+    start_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    schemes: tuple = SCHEMES
+    seeds: tuple = (1,)
+    timeout_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    path: str
+    description: str = ""
+    scale: ScaleSpec = field(default_factory=ScaleSpec)
+    topology: TopologySpec = field(default_factory=TopologySpec)
+    switch: SwitchSpec = field(default_factory=SwitchSpec)
+    symphony: SymphonySpec = field(default_factory=SymphonySpec)
+    dcqcn: DcqcnSpec = field(default_factory=DcqcnSpec)
+    transport: TransportSpec = field(default_factory=TransportSpec)
+    jobs: tuple = ()
+    run: RunSpec = field(default_factory=RunSpec)
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
+            "symphony": SymphonySpec, "dcqcn": DcqcnSpec, "transport": TransportSpec,
+            "run": RunSpec}
+TOP_KEYS = ("name", "description", "jobs") + tuple(SECTIONS)
+
+
+# --- loading -----------------------------------------------------------------------
+
+def load(path: str, overrides: list[str] = ()) -> Spec:
+    """Read, override (``key=value``, dotted keys) and validate a spec file."""
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{path}: not valid TOML: {e}") from None
+    for item in overrides:
+        apply_override(raw, item, path)
+    return validate(raw, path)
+
+
+def apply_override(raw: dict, item: str, path: str = "--set") -> None:
+    """``symphony.k=0.001``, ``jobs.0.passes=2``, ``run.schemes=["symphony"]``."""
+    if "=" not in item:
+        raise SpecError(f"--set {item!r}: expected key=value, e.g. symphony.k=0.001")
+    key, text = item.split("=", 1)
+    text = text.strip()
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text                      # a bare word: take it as a string
+    parts = key.strip().split(".")
+    node = raw
+    for i, p in enumerate(parts[:-1]):
+        if isinstance(node, list):
+            if not p.isdigit() or int(p) >= len(node):
+                raise SpecError(f"--set {key}: {'.'.join(parts[:i])} has {len(node)} entries, "
+                                f"no index {p!r}")
+            node = node[int(p)]
+        elif isinstance(node, dict):
+            node = node.setdefault(p, {})
+        else:
+            raise SpecError(f"--set {key}: {'.'.join(parts[:i])} is a value, not a table")
+        if not isinstance(node, (dict, list)):
+            raise SpecError(f"--set {key}: {'.'.join(parts[:i + 1])} is a value, not a table")
+    last = parts[-1]
+    if isinstance(node, list):
+        raise SpecError(f"--set {key}: give an index into {'.'.join(parts[:-1])}")
+    node[last] = value
+
+
+def _section(cls, data, where: str, path: str):
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: [{where}] must be a table, got {data!r}")
+    allowed = list(cls.__dataclass_fields__)
+    for k in data:
+        if k not in allowed:
+            raise SpecError(f"{path}: unknown key {where}.{k}; allowed: {', '.join(allowed)}")
+    out = {}
+    for k, v in data.items():
+        default = cls.__dataclass_fields__[k].default
+        out[k] = _typed(v, default, f"{where}.{k}", path)
+    return cls(**out)
+
+
+def _typed(v, default, key, path):
+    if isinstance(default, bool):
+        if not isinstance(v, bool):
+            raise SpecError(f"{path}: {key} = {v!r}: must be true or false")
+        return v
+    if isinstance(default, int) and default is not None and not isinstance(default, bool):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise SpecError(f"{path}: {key} = {v!r}: must be an integer")
+        return v
+    if isinstance(default, float):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise SpecError(f"{path}: {key} = {v!r}: must be a number")
+        return float(v)
+    if isinstance(default, str):
+        if not isinstance(v, str):
+            raise SpecError(f"{path}: {key} = {v!r}: must be a string")
+        return v
+    return v
+
+
+def _need(cond: bool, path: str, key: str, value, allowed: str) -> None:
+    if not cond:
+        raise SpecError(f"{path}: {key} = {value!r}: {allowed}")
+
+
+def validate(raw: dict, path: str) -> Spec:
+    raw = copy.deepcopy(raw)
+    for k in raw:
+        if k not in TOP_KEYS:
+            raise SpecError(f"{path}: unknown key {k!r}; allowed: {', '.join(TOP_KEYS)}")
+    name = raw.get("name", os.path.splitext(os.path.basename(path))[0])
+    _need(isinstance(name, str) and name != "", path, "name", name, "must be a non-empty string")
+    sections = {k: _section(cls, raw.get(k, {}), k, path) for k, cls in SECTIONS.items()
+                if k != "run"}
+    run_raw = raw.get("run", {})
+    if not isinstance(run_raw, dict):
+        raise SpecError(f"{path}: [run] must be a table, got {run_raw!r}")
+    run_raw = dict(run_raw)
+    if isinstance(run_raw.get("seeds"), int) and not isinstance(run_raw.get("seeds"), bool):
+        _need(run_raw["seeds"] >= 1, path, "run.seeds", run_raw["seeds"],
+              "a count must be >= 1 (or give a list of seeds)")
+        run_raw["seeds"] = list(range(1, run_raw["seeds"] + 1))
+    run = _section(RunSpec, run_raw, "run", path)
+
+    sc, topo, sw, sy, dc, tr = (sections[k] for k in
+                                ("scale", "topology", "switch", "symphony", "dcqcn", "transport"))
+    _need(sc.dilation > 0, path, "scale.dilation", sc.dilation, "must be > 0")
+    _need(topo.kind in TOPOLOGY_KINDS, path, "topology.kind", topo.kind,
+          f"allowed: {', '.join(TOPOLOGY_KINDS)}")
+    _need(topo.routing in ROUTINGS, path, "topology.routing", topo.routing,
+          f"allowed: {', '.join(ROUTINGS)}")
+    _need(1 <= topo.leaves <= 128, path, "topology.leaves", topo.leaves, "must be in 1..128")
+    _need(0 <= topo.spines <= 127, path, "topology.spines", topo.spines, "must be in 0..127")
+    _need(topo.kind != "leafspine" or topo.leaves == 1 or topo.spines >= 1, path,
+          "topology.spines", topo.spines, "more than one leaf needs at least one spine")
+    _need(1 <= topo.hosts_per_leaf <= 254, path, "topology.hosts_per_leaf", topo.hosts_per_leaf,
+          "must be in 1..254")
+    _need(2 <= topo.hosts <= 254, path, "topology.hosts", topo.hosts, "must be in 2..254")
+    _need(topo.link_rate_gbps > 0, path, "topology.link_rate_gbps", topo.link_rate_gbps,
+          "must be > 0")
+    _need(topo.buffer_bytes >= 16_384, path, "topology.buffer_bytes", topo.buffer_bytes,
+          "must be >= 16384 (a few 4 KB frames)")
+    _need(0 <= sw.kmin_bytes < sw.kmax_bytes, path, "switch.kmin_bytes", sw.kmin_bytes,
+          f"need 0 <= kmin_bytes < kmax_bytes ({sw.kmax_bytes})")
+    _need(0 <= sw.pmax <= 1, path, "switch.pmax", sw.pmax, "must be in [0, 1]")
+    _need(sy.k >= 0, path, "symphony.k", sy.k, "must be >= 0")
+    _need(0 <= sy.tau <= 1, path, "symphony.tau", sy.tau, "must be in [0, 1]")
+    _need(sy.t_win_us > 0, path, "symphony.t_win_us", sy.t_win_us, "must be > 0")
+    _need(sy.n_warmup >= 0, path, "symphony.n_warmup", sy.n_warmup, "must be >= 0")
+    _need(sy.n_sample >= 0, path, "symphony.n_sample", sy.n_sample, "must be >= 0")
+    _need(dc.variant in DCQCN_VARIANTS, path, "dcqcn.variant", dc.variant,
+          f"allowed: {', '.join(DCQCN_VARIANTS)}")
+    _need(256 <= tr.mtu_bytes <= 8192 and tr.mtu_bytes % 4 == 0, path, "transport.mtu_bytes",
+          tr.mtu_bytes, "must be a multiple of 4 in 256..8192")
+    _need(tr.ack_every >= 1, path, "transport.ack_every", tr.ack_every, "must be >= 1")
+    schemes = run.schemes
+    _need(isinstance(schemes, (list, tuple)) and len(schemes) > 0
+          and all(s in SCHEMES for s in schemes), path, "run.schemes", schemes,
+          f"a non-empty list of: {', '.join(SCHEMES)}")
+    seeds = run.seeds
+    _need(isinstance(seeds, (list, tuple)) and len(seeds) > 0
+          and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds), path,
+          "run.seeds", seeds, "a list of integers or a count")
+    _need(run.timeout_s > 0, path, "run.timeout_s", run.timeout_s, "must be > 0")
+    run = RunSpec(tuple(schemes), tuple(seeds), run.timeout_s)
+
+    jobs_raw = raw.get("jobs", [])
+    _need(isinstance(jobs_raw, list) and len(jobs_raw) > 0, path, "jobs", jobs_raw,
+          "at least one [[jobs]] table is needed")
+    jobs = []
+    used_hosts: dict[str, int] = {}
+    for i, j in enumerate(jobs_raw):
+        where = f"jobs[{i}]"
+        if isinstance(j, dict) and "hosts" in j and isinstance(j["hosts"], list):
+            j = dict(j, hosts=tuple(j["hosts"]))
+        if isinstance(j, dict) and isinstance(j.get("grid"), list):
+            j = dict(j, grid=tuple(j["grid"]))
+        job = _section(JobSpec, j, where, path)
+        job = _validate_job(job, where, path, topo, tr)
+        for h in _job_hosts(job, topo):
+            _need(h not in used_hosts, path, f"{where}.hosts", list(job.hosts),
+                  f"host {h} is already in job {used_hosts.get(h)}; jobs need disjoint hosts")
+            used_hosts[h] = job.id
+        _need(job.id not in [x.id for x in jobs], path, f"{where}.id", job.id,
+              "job ids must be unique")
+        jobs.append(job)
+    return Spec(name=name, path=path, description=str(raw.get("description", "")),
+                jobs=tuple(jobs), run=run, raw=raw, **sections)
+
+
+def _job_hosts(job: JobSpec, topo: TopologySpec) -> list[str]:
+    return topo.host_names if job.hosts == ("all",) else list(job.hosts)
+
+
+def _validate_job(job: JobSpec, where: str, path: str, topo: TopologySpec,
+                  tr: TransportSpec) -> JobSpec:
+    _need(isinstance(job.id, int) and 1 <= job.id <= 0x7FFF, path, f"{where}.id", job.id,
+          "must be an integer in 1..32767")
+    if isinstance(job.hosts, str):
+        job = JobSpec(**{**job.__dict__, "hosts": (job.hosts,)})
+    _need(isinstance(job.hosts, tuple) and all(isinstance(h, str) for h in job.hosts), path,
+          f"{where}.hosts", job.hosts, '"all" or a list of host names')
+    names = topo.host_names
+    hosts = _job_hosts(job, topo)
+    for h in hosts:
+        _need(h in names, path, f"{where}.hosts", list(job.hosts),
+              f"unknown host {h!r}; this topology has {names[0]}..{names[-1]}")
+    _need(len(set(hosts)) == len(hosts), path, f"{where}.hosts", list(job.hosts),
+          "a host is listed twice")
+    _need(len(hosts) >= 2, path, f"{where}.hosts", list(job.hosts), "a job needs >= 2 hosts")
+    _need(job.algorithm in ALGORITHM_NAMES, path, f"{where}.algorithm", job.algorithm,
+          f"allowed: {', '.join(ALGORITHM_NAMES)}")
+    _need(job.rings in RING_LAYOUTS, path, f"{where}.rings", job.rings,
+          f"allowed: {', '.join(RING_LAYOUTS)}")
+    if job.algorithm == "ring2d_allreduce":
+        g = job.grid
+        _need(isinstance(g, tuple) and len(g) == 2 and all(isinstance(x, int) and x >= 2
+                                                           for x in g),
+              path, f"{where}.grid", g, "ring2d_allreduce needs grid = [rows, columns], each >= 2")
+        _need(g[0] * g[1] == len(hosts), path, f"{where}.grid", list(g),
+              f"rows x columns must equal the job's {len(hosts)} hosts")
+    else:
+        _need(job.grid is None, path, f"{where}.grid", job.grid, "only for ring2d_allreduce")
+    if job.rings == "rail" and job.algorithm != "ring2d_allreduce":
+        per_leaf = topo.per_leaf
+        rails = {}
+        for h in hosts:
+            rails.setdefault(int(h[1:]) % per_leaf, []).append(h)
+        sizes = {len(v) for v in rails.values()}
+        _need(len(sizes) == 1 and sizes.pop() >= 2, path, f"{where}.rings", job.rings,
+              "rail rings need the same number (>= 2) of the job's hosts on every rail "
+              "(host r of each leaf); use rings = \"single\" otherwise")
+    _need((job.chunk_bytes is None) != (job.size_bytes is None), path, f"{where}.chunk_bytes",
+          job.chunk_bytes, "give exactly one of chunk_bytes and size_bytes")
+    size = job.chunk_bytes if job.chunk_bytes is not None else job.size_bytes
+    key = "chunk_bytes" if job.chunk_bytes is not None else "size_bytes"
+    _need(isinstance(size, int) and not isinstance(size, bool) and size >= 4 and size % 4 == 0,
+          path, f"{where}.{key}", size, "must be a positive multiple of 4 bytes")
+    _need(size <= 1 << 30, path, f"{where}.{key}", size, "must be <= 1 GiB")
+    _need(isinstance(job.passes, int) and 1 <= job.passes <= 10_000, path, f"{where}.passes",
+          job.passes, "must be in 1..10000")
+    _need(job.compute_gap_us >= 0, path, f"{where}.compute_gap_us", job.compute_gap_us,
+          "must be >= 0")
+    _need(job.start_ms >= 0, path, f"{where}.start_ms", job.start_ms, "must be >= 0")
+    return job

@@ -1,0 +1,319 @@
+"""A host running collective ranks: the schedule (``hosts.collectives``) executed on real
+numpy buffers over the NIC (``hosts.nic``), every result verified.
+
+    python -m hosts.rank --config h0.json
+
+Configuration (JSON, written by the experiment runner; times and rates emulated)::
+
+    {"name": "h0", "ip": "10.0.0.2", "line_rate_bps": 1e7, "dcqcn": {...}, "transport": {...},
+     "start_at": 12345.6,                # time.monotonic() of t = 0; null: print
+                                         # {"ready": true} and read it from stdin
+     "timeout_s": 600, "telemetry_path": "run/h0.jsonl",
+     "ranks": [                          # one entry per job this host takes part in
+       {"job": 1, "rank": 0, "algorithm": "ring_allreduce",
+        "rings": [[0, 4, 8, 12]],        # rings of this rank, global rank ids in ring order
+        "grid": null,                    # ring2d_allreduce: grid[row][col] of rank ids
+        "channel": 0,                    # channel of the first ring (+1 for the second)
+        "rank_ips": {"0": "10.0.0.2", ...},
+        "nbytes": 1048576, "passes": 4, "compute_gap_s": 0.0, "start_s": 0.0,
+        "steps_per_collective": 6, "seed": 1}]}
+
+Buffers hold float32 values that are small integers, so every sum is exact and each rank
+checks its result against the sum it computes (once, before the start) from the other
+ranks' seeded inputs.
+Telemetry: the NIC's per-flow records plus one ``collective`` record per rank and pass
+(start, end = holds the result, verified). Progress lines go to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+
+import numpy as np
+
+from hosts.collectives import build_schedule_for, chunk_ranges
+from hosts.dcqcn import DcqcnParams
+from hosts.host import Telemetry
+from hosts.nic import Nic, TransportParams
+
+DTYPE = np.float32
+ITEM = np.dtype(DTYPE).itemsize
+STEP_MASK = 0xFFFF
+
+
+def rank_base(seed: int, job: int, rank: int, count: int) -> np.ndarray:
+    """A rank's seeded base values: small integers (0..63) as float32."""
+    rng = np.random.default_rng([seed, job, rank])
+    return rng.integers(0, 64, count).astype(DTYPE)
+
+
+def build_schedule(spec: dict):
+    ring_or_grid = spec["grid"] if spec["algorithm"] == "ring2d_allreduce" else spec["rings"][0]
+    return build_schedule_for(spec["algorithm"], ring_or_grid, spec["rank"], spec["nbytes"], ITEM)
+
+
+class Expected:
+    """What each pass must produce, computed once: rank r's input of pass p is
+    ``base_r + p``, so an all-reduce must give ``sum(base) + N p`` (exact in float32 for
+    N (63 + passes) < 2**24) and an all-gather ``base_owner + p`` chunk by chunk."""
+
+    def __init__(self, spec: dict, schedule):
+        count = spec["nbytes"] // ITEM
+        self.alg = spec["algorithm"]
+        if spec.get("grid"):                       # 2D: the sum is over the whole grid
+            members = sorted(r for row in spec["grid"] for r in row)
+        else:
+            members = sorted({r for ring in schedule.rings for r in ring})
+        self.n = len(members)
+        self.base = rank_base(spec["seed"], spec["job"], spec["rank"], count)
+        nbytes = spec["nbytes"]
+        ring = list(schedule.rings[0])
+        pos, n = ring.index(spec["rank"]), len(ring)
+        chunks = chunk_ranges(0, nbytes, n, ITEM)
+        if self.alg == "ring_allgather":
+            self.target = np.empty(count, DTYPE)
+            for q, r in enumerate(ring):
+                o, ln = chunks[q]
+                b = self.base if r == spec["rank"] else rank_base(spec["seed"], spec["job"], r, count)
+                self.target[o // ITEM:(o + ln) // ITEM] = b[o // ITEM:(o + ln) // ITEM]
+            self.per_pass = 1
+            self.ranges = [(0, nbytes)]
+        else:
+            self.target = np.zeros(count, DTYPE)
+            for r in members:
+                self.target += self.base if r == spec["rank"] else \
+                    rank_base(spec["seed"], spec["job"], r, count)
+            self.per_pass = self.n
+            self.ranges = [chunks[(pos + 1) % n]] if self.alg == "ring_reducescatter" \
+                else [(0, nbytes)]
+
+    def input(self, pass_index: int) -> np.ndarray:
+        return self.base + DTYPE(pass_index)
+
+    def check(self, buf: np.ndarray, pass_index: int) -> bool:
+        add = DTYPE(self.per_pass * pass_index)
+        return all(np.array_equal(buf[o // ITEM:(o + n) // ITEM],
+                                  self.target[o // ITEM:(o + n) // ITEM] + add)
+                   for o, n in self.ranges)
+
+
+class Collective:
+    """One pass of one collective on this rank (event-driven on NIC callbacks)."""
+
+    def __init__(self, nic: Nic, spec: dict, schedule, pass_index: int, telemetry, progress,
+                 expected: Expected):
+        self.nic, self.spec, self.sch, self.pass_index = nic, spec, schedule, pass_index
+        self.tele, self.progress, self.expected = telemetry, progress, expected
+        self.buf = expected.input(pass_index)
+        self.bytes = self.buf.view(np.uint8)
+        self.step_base = pass_index * spec["steps_per_collective"]
+        self.ips = {int(k): v for k, v in spec["rank_ips"].items()}
+        self.next_apply = 0               # index of the next step whose receive we apply
+        self.sent_upto = -1               # highest step index whose send was posted
+        self.pending: dict[int, bytes] = {}
+        self.sends_open = 0
+        self.start_s = None
+        self.end_s = None
+
+    def wire_step(self, i: int) -> int:
+        return (self.step_base + self.sch.steps[i].step) & STEP_MASK
+
+    def channel(self, i: int) -> int:
+        return self.spec["channel"] + self.sch.steps[i].ring
+
+    def start(self, now: float) -> None:
+        self.start_s = now
+        self._post_send(0)
+
+    def _post_send(self, i: int) -> None:
+        st = self.sch.steps[i]
+        o, n = st.send_range
+        peer = self.ips[self.sch.rings[st.ring][st.send_to]]
+        self.sends_open += 1
+        self.sent_upto = i
+        self.nic.send(peer, self.spec["job"], self.channel(i), self.wire_step(i),
+                      self.bytes[o:o + n].tobytes(), on_complete=self._send_done)
+
+    def _send_done(self, flow) -> None:
+        self.sends_open -= 1
+
+    def matches(self, flow) -> int | None:
+        """The step index of this pass a delivered flow belongs to, or None."""
+        for i in range(self.next_apply, len(self.sch.steps)):
+            st = self.sch.steps[i]
+            if (flow.step == self.wire_step(i) and flow.channel == self.channel(i)
+                    and flow.peer == self.ips[self.sch.rings[st.ring][st.recv_from]]):
+                return i
+        return None
+
+    def deliver(self, i: int, message: bytes, now: float) -> None:
+        self.pending[i] = message
+        while self.next_apply in self.pending:
+            i = self.next_apply
+            data = self.pending.pop(i)
+            st = self.sch.steps[i]
+            o, n = st.recv_range
+            if len(data) != n:
+                raise RuntimeError(f"step {i}: got {len(data)} bytes, expected {n}")
+            incoming = np.frombuffer(data, DTYPE)
+            view = self.buf[o // ITEM:(o + n) // ITEM]
+            if st.op == "reduce":
+                view += incoming
+            else:
+                view[:] = incoming
+            self.next_apply += 1
+            self.progress()
+            if self.next_apply < len(self.sch.steps):
+                self._post_send(self.next_apply)
+        if self.next_apply == len(self.sch.steps) and self.end_s is None:
+            self.end_s = now
+            self._finish()
+
+    def _finish(self) -> None:
+        ok = self.expected.check(self.buf, self.pass_index)
+        self.verified = ok
+        self.tele.write({"type": "collective", "job": self.spec["job"], "rank": self.spec["rank"],
+                         "pass": self.pass_index, "algorithm": self.spec["algorithm"],
+                         "nbytes": self.spec["nbytes"], "start_s": self.start_s,
+                         "end_s": self.end_s, "verified": ok,
+                         "steps": len(self.sch.steps)})
+
+    @property
+    def done(self) -> bool:
+        return self.end_s is not None
+
+
+class RankProgram:
+    """All passes of one job on this host, with compute gaps between them."""
+
+    def __init__(self, nic, spec, t0, telemetry, progress):
+        self.nic, self.spec, self.t0, self.tele, self.progress = nic, spec, t0, telemetry, progress
+        self.schedule = build_schedule(spec)
+        self.expected = Expected(spec, self.schedule)
+        self.passes = spec["passes"]
+        self.current: Collective | None = None
+        self.finished: list[Collective] = []
+        self.next_start = t0 + spec.get("start_s", 0.0)
+        self.early: list = []            # messages for passes not started yet
+
+    def tick(self, now: float) -> None:
+        if self.current is None and len(self.finished) < self.passes and now >= self.next_start:
+            self.current = Collective(self.nic, self.spec, self.schedule, len(self.finished),
+                                      self.tele, self.progress, self.expected)
+            self.current.start(now)
+            early, self.early = self.early, []
+            for flow, msg in early:
+                self.on_message(flow, msg, now)
+
+    def on_message(self, flow, message, now) -> bool:
+        if flow.job != self.spec["job"]:
+            return False
+        c = self.current
+        if c is not None:
+            i = c.matches(flow)
+            if i is not None:
+                c.deliver(i, message, now)
+                if c.done:
+                    self.finished.append(c)
+                    self.current = None
+                    self.next_start = now + self.spec.get("compute_gap_s", 0.0)
+                    self.tick(now)
+                return True
+        self.early.append((flow, message))   # a later pass's data, from a faster peer
+        return True
+
+    @property
+    def done(self) -> bool:
+        return len(self.finished) == self.passes
+
+
+def run(cfg: dict) -> dict:
+    tele = Telemetry(cfg.get("telemetry_path"))
+    programs: list[RankProgram] = []
+    counts = {"applied": 0}
+    total_steps = sum(r["passes"] * r["steps_per_collective"] for r in cfg["ranks"])
+
+    def progress():
+        counts["applied"] += 1
+        print(json.dumps({"progress": counts["applied"], "of": total_steps}), flush=True)
+
+    def on_message(flow, message):
+        now = time.monotonic()
+        for p in programs:
+            if p.on_message(flow, message, now):
+                return
+        tele.write({"type": "unexpected_message", "job": flow.job, "step": flow.step,
+                    "peer": flow.peer})
+
+    nic = Nic(cfg["ip"], cfg["line_rate_bps"], DcqcnParams(**cfg["dcqcn"]),
+              TransportParams(**cfg.get("transport", {})), on_message=on_message, telemetry=tele)
+    if cfg.get("start_at") is None:
+        # Ready barrier: announce that set-up (imports, sockets, schedules, expected
+        # results) is done, then take the shared start time from stdin, so no rank
+        # starts late because its Python started slowly.
+        programs_ready = [RankProgram(nic, spec, 0.0, tele, progress) for spec in cfg["ranks"]]
+        print(json.dumps({"ready": True}), flush=True)
+        line = sys.stdin.readline()
+        if not line.strip():
+            nic.close()
+            raise SystemExit("no start time on stdin")
+        t0 = float(line)
+        for p in programs_ready:
+            p.t0 = t0
+            p.next_start = t0 + p.spec.get("start_s", 0.0)
+        programs += programs_ready
+    else:
+        t0 = cfg["start_at"]
+        programs += [RankProgram(nic, spec, t0, tele, progress) for spec in cfg["ranks"]]
+    deadline = t0 + cfg.get("timeout_s", 600)
+    timed_out = False
+    try:
+        while True:
+            now = time.monotonic()
+            if now > deadline:
+                timed_out = True
+                break
+            for p in programs:
+                p.tick(now)
+            if all(p.done for p in programs) and not nic.busy:
+                break
+            wait = 0.05
+            if now < t0:
+                wait = min(wait, t0 - now)
+            nic.poll(wait)
+        linger = time.monotonic() + cfg.get("linger_s", 0.5)
+        while time.monotonic() < linger:
+            nic.poll(0.02)
+    finally:
+        stats = nic.stats()
+        nic.close()
+    colls = [c for p in programs for c in p.finished]
+    summary = {"type": "rank_summary", "name": cfg.get("name"), "ip": cfg["ip"],
+               "collectives": len(colls), "expected": sum(p.passes for p in programs),
+               "verified": sum(getattr(c, "verified", False) for c in colls),
+               "timed_out": timed_out, "steps_applied": counts["applied"],
+               "steps_total": total_steps, **stats}
+    summary["ok"] = (not timed_out and summary["verified"] == summary["expected"])
+    tele.write(summary)
+    tele.close()
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hosts.rank", description=__doc__.split("\n")[0])
+    ap.add_argument("--config", required=True)
+    args = ap.parse_args(argv)
+    with open(args.config) as f:
+        cfg = json.load(f)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    summary = run(cfg)
+    print(json.dumps(summary), flush=True)
+    return 0 if summary["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

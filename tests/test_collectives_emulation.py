@@ -1,0 +1,109 @@
+"""Emulation tests of the collectives on the fabric, through the experiment runner (root)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from emulator import report, runner
+from emulator.spec import load
+from tests.conftest import _root_veths
+from topologies.fabric import REPO_ROOT
+
+pytestmark = pytest.mark.emulation
+
+
+def _spec(tmp_path, topology: str, job: str, name="t") -> str:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'name = "{name}"\n[topology]\n{topology}\n[[jobs]]\n{job}\n'
+                    '[run]\nschemes = ["baseline"]\ntimeout_s = 240\n')
+    return str(path)
+
+
+def _run(spec_path, rundir, scheme="baseline", overrides=()):
+    spec = load(spec_path, list(overrides))
+    veths = _root_veths()
+    meas = runner.run_one(spec, scheme, 1, rundir)
+    assert _root_veths() <= veths, "a run left veth interfaces behind"
+    assert not meas["teardown_leftovers"], meas["teardown_leftovers"]
+    return report.analyze_run(rundir), meas
+
+
+def _all_verified(result):
+    colls = [c for j in result["jobs"] for c in j["collectives"]]
+    return colls and all(c["verified"] for c in colls)
+
+
+def test_8_rank_ring_allreduce_is_verified(tmp_path):
+    path = _spec(tmp_path, 'kind = "leafspine"\nleaves = 2\nspines = 2\nhosts_per_leaf = 4',
+                 'hosts = "all"\nalgorithm = "ring_allreduce"\nrings = "single"\n'
+                 'chunk_bytes = 65536\npasses = 2')
+    res, meas = _run(path, str(tmp_path / "run"))
+    assert res["jobs"][0]["ranks"] == 8
+    assert _all_verified(res), res
+    assert all(rc == 0 for rc in meas["host_exit"].values())
+
+
+def test_16_ranks_in_4_rings_static_routing_runs_near_lockstep(tmp_path):
+    """Table 1's fabric, 4 rail rings of 4 ranks, static balanced routing, no perturbation:
+    every result verified and the CCT close to the perfect-lockstep bound."""
+    path = os.path.join(REPO_ROOT, "runs", "table1.toml")
+    res, meas = _run(path, str(tmp_path / "run"),
+                     overrides=["topology.routing=static", "jobs.0.passes=2"])
+    job = res["jobs"][0]
+    assert job["ranks"] == 16 and _all_verified(res), res
+    ratios = [c["cct_ratio"] for c in job["collectives"]]
+    print(f"\nstatic routing, 16 ranks in 4 rings: measured/theoretical CCT {ratios}, "
+          f"max step overlap {job['max_step_overlap']}, CPU {meas['cpu_busy']:.0%}")
+    assert max(ratios) <= 1.10
+    assert res["fidelity"]["faithful"], res["fidelity"]
+
+
+def test_2d_ring_and_standalone_reduce_scatter_all_gather_are_verified(tmp_path):
+    topo = 'kind = "leafspine"\nleaves = 2\nspines = 2\nhosts_per_leaf = 4'
+    path = tmp_path / "multi.toml"
+    path.write_text(
+        f'name = "multi"\n[topology]\n{topo}\n'
+        '[[jobs]]\nid = 1\nhosts = ["h0", "h1", "h4", "h5"]\nalgorithm = "ring2d_allreduce"\n'
+        'rings = "single"\ngrid = [2, 2]\nchunk_bytes = 32768\n'
+        '[[jobs]]\nid = 2\nhosts = ["h2", "h6"]\nalgorithm = "ring_reducescatter"\n'
+        'rings = "single"\nchunk_bytes = 32768\n'
+        '[[jobs]]\nid = 3\nhosts = ["h3", "h7"]\nalgorithm = "ring_allgather"\n'
+        'rings = "single"\nchunk_bytes = 32768\n'
+        '[run]\nschemes = ["symphony"]\ntimeout_s = 240\n')
+    res, _ = _run(str(path), str(tmp_path / "run"), scheme="symphony")
+    assert [j["job"] for j in res["jobs"]] == [1, 2, 3]
+    assert _all_verified(res), res
+
+
+def test_ctrl_c_in_the_middle_of_a_run_leaves_nothing_behind(tmp_path):
+    veths = _root_veths()
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "run", os.path.join(REPO_ROOT, "runs", "table1.toml"),
+         "--out", str(out), "--scheme", "baseline", "--set", "jobs.0.passes=20"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO_ROOT,
+        env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    # Wait until the collective is under way (progress is printed), then interrupt.
+    deadline = time.monotonic() + 120
+    lines = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        lines.append(line)
+        if "steps" in line and "/" in line:
+            break
+    assert any("steps" in x for x in lines), "".join(lines)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(lines) + rest
+    assert "interrupted" in rest
+    assert _root_veths() <= veths
+    leftover = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout
+    assert not leftover.strip(), f"processes of the run still alive: {leftover}"
+    with open(out / "baseline-seed1" / "manifest.json") as f:
+        assert json.load(f)["scheme"] == "baseline"
