@@ -22,9 +22,6 @@ acknowledged and every expected message arrived exactly once and byte-exact.
 
 from __future__ import annotations
 
-import argparse
-import json
-import signal
 import sys
 import time
 import zlib
@@ -33,19 +30,7 @@ import numpy as np
 
 from hosts.dcqcn import DcqcnParams
 from hosts.nic import Nic, TransportParams
-
-
-class Telemetry:
-    def __init__(self, path: str | None):
-        self._f = open(path, "a") if path else None
-
-    def write(self, rec: dict) -> None:
-        if self._f is not None:
-            self._f.write(json.dumps(rec, separators=(",", ":")) + "\n")
-
-    def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
+from hosts.process import Telemetry, config_main
 
 
 def message_bytes(job: int, channel: int, step: int, src: str, dst: str, nbytes: int) -> bytes:
@@ -117,15 +102,7 @@ def run(cfg: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m hosts.host", description=__doc__.split("\n")[0])
-    ap.add_argument("--config", required=True)
-    args = ap.parse_args(argv)
-    with open(args.config) as f:
-        cfg = json.load(f)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    summary = run(cfg)
-    print(json.dumps(summary), flush=True)
-    return 0 if summary["ok"] else 1
+    return config_main("python -m hosts.host", __doc__, run, argv)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,7 @@ Telemetry: the NIC's per-flow records plus one ``collective`` record per rank an
 
 from __future__ import annotations
 
-import argparse
 import json
-import signal
 import sys
 import time
 
@@ -37,8 +35,8 @@ import numpy as np
 
 from hosts.collectives import build_schedule_for, chunk_ranges
 from hosts.dcqcn import DcqcnParams
-from hosts.host import Telemetry
 from hosts.nic import Nic, TransportParams
+from hosts.process import Telemetry, config_main
 
 DTYPE = np.float32
 ITEM = np.dtype(DTYPE).itemsize
@@ -304,15 +302,7 @@ def run(cfg: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m hosts.rank", description=__doc__.split("\n")[0])
-    ap.add_argument("--config", required=True)
-    args = ap.parse_args(argv)
-    with open(args.config) as f:
-        cfg = json.load(f)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    summary = run(cfg)
-    print(json.dumps(summary), flush=True)
-    return 0 if summary["ok"] else 1
+    return config_main("python -m hosts.rank", __doc__, run, argv)
 
 
 if __name__ == "__main__":
