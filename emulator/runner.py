@@ -55,23 +55,107 @@ def path_hops(spec: Spec) -> int:
 
 
 def agent_config(spec: Spec, scheme: str, seed: int) -> dict:
+    """Agent settings of a scheme: ``symphony`` marks, ``pq`` prioritizes lagging flows,
+    ``baseline`` runs RED/ECN only. A late start keeps Symphony off until its time."""
     sc = scale_of(spec)
     sw, sy = spec.switch, spec.symphony
-    return {"seed": seed,
+    late = any(p.kind == "symphony_late_start" for p in spec.perturbations)
+    return {"seed": seed, "pq": scheme == "pq",
             "red": {"enabled": sw.red, "kmin_bytes": sw.kmin_bytes, "kmax_bytes": sw.kmax_bytes,
                     "pmax": sw.pmax},
-            "symphony": {"enabled": scheme == "symphony", "k": sy.k, "tau": sy.tau,
+            "symphony": {"enabled": scheme == "symphony" and not late, "k": sy.k, "tau": sy.tau,
                          "t_win_s": sc.time_s(sy.t_win_us * 1e-6), "n_warmup": sy.n_warmup,
                          "n_sample": sy.n_sample}}
+
+
+def port_rates(spec: Spec) -> dict[str, dict[str, float]]:
+    """Slower hops of ``imbalance`` perturbations: {switch: {interface: rate}}."""
+    out: dict[str, dict[str, float]] = {}
+    for p in spec.perturbations:
+        if p.kind == "imbalance":
+            intf = fabric.port_toward(p.switch, p.toward, spec.topology.per_leaf)
+            out.setdefault(p.switch, {})[intf] = link_rate_bps(spec) / p.ratio
+    return out
 
 
 def topology(spec: Spec, scheme: str, seed: int, rundir: str):
     t = spec.topology
     opts = dict(rate_bps=link_rate_bps(spec), buffer_bytes=t.buffer_bytes, routing=t.routing,
-                agent=agent_config(spec, scheme, seed), rundir=rundir)
+                agent=agent_config(spec, scheme, seed), rundir=rundir,
+                port_rates=port_rates(spec), pq=scheme == "pq")
     if t.kind == "dumbbell":
         return DumbbellTopo(t.hosts, **opts)
     return LeafSpineTopo(t.leaves, t.spines, t.hosts_per_leaf, **opts)
+
+
+class Perturbations:
+    """The time-driven perturbations of a run: set up before the ranks start, then fired
+    by :meth:`due` from the runner's loop (times relative to the shared start)."""
+
+    def __init__(self, spec: Spec, scheme: str, fab, rundir: str):
+        self.spec, self.fab, self.rundir = spec, fab, rundir
+        sc = scale_of(spec)
+        self.actions: list[tuple[float, str, object]] = []
+        self.procs: list = []
+        self.log: list[dict] = []
+        per_leaf = spec.topology.per_leaf
+        for i, p in enumerate(spec.perturbations):
+            if p.kind == "loss":
+                fab.agent(p.switch, {"cmd": "drop_fraction", "value": p.fraction})
+                self.log.append({"t_s": 0.0, "what": f"{p.switch} drops {p.fraction:.2%}"})
+            elif p.kind == "symphony_late_start" and scheme == "symphony":
+                self._at(sc.time_s(p.at_ms * 1e-3), "symphony on everywhere",
+                         lambda: fab.agents({"cmd": "symphony", "enabled": True}))
+            elif p.kind == "link_down":
+                sw, intf = fab[p.switch], fabric.port_toward(p.switch, p.toward, per_leaf)
+                self._at(sc.time_s(p.at_ms * 1e-3), f"{p.switch}:{intf} down",
+                         lambda sw=sw, intf=intf: sw.set_link(intf, False))
+                if p.up_ms >= 0:
+                    self._at(sc.time_s(p.up_ms * 1e-3), f"{p.switch}:{intf} up",
+                             lambda sw=sw, intf=intf: sw.set_link(intf, True))
+            elif p.kind == "background":
+                self._background(i, p, sc)
+
+    def _at(self, t_s: float, what: str, fn) -> None:
+        self.actions.append((t_s, what, fn))
+        self.actions.sort(key=lambda a: a[0])
+
+    def _background(self, i: int, p, sc) -> None:
+        """iperf3 UDP from src to dst: a server now, the client at start_ms."""
+        src, dst = self.fab[p.src], self.fab[p.dst]
+        port = 5201 + i
+        log = open(os.path.join(self.rundir, f"background{i}.log"), "w")
+        self.procs.append(dst.popen(["iperf3", "-s", "-1", "-B", dst.IP(), "-p", str(port)],
+                                    stdout=log, stderr=subprocess.STDOUT))
+        rate = sc.rate_bps(p.rate_gbps * 1e9)
+        nbytes = int(rate / 8 * sc.time_s(p.duration_ms * 1e-3))
+
+        def start():
+            self.procs.append(src.popen(
+                ["iperf3", "-c", dst.IP(), "-B", src.IP(), "-p", str(port), "-u",
+                 "-b", str(int(rate)), "-l", "1400", "-n", str(nbytes)],
+                stdout=log, stderr=subprocess.STDOUT))
+        self._at(sc.time_s(p.start_ms * 1e-3), f"background {p.src}->{p.dst} "
+                 f"{rate / 1e6:g} Mbit/s for {sc.time_s(p.duration_ms * 1e-3):g} s", start)
+
+    def next_time(self) -> float | None:
+        return self.actions[0][0] if self.actions else None
+
+    def due(self, t_rel_s: float) -> None:
+        while self.actions and self.actions[0][0] <= t_rel_s:
+            t, what, fn = self.actions.pop(0)
+            fn()
+            self.log.append({"t_s": t, "fired_s": t_rel_s, "what": what})
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 def rank_configs(spec: Spec, lays: list[joblib.JobLayout], seed: int, ips: dict[str, str],
@@ -81,6 +165,9 @@ def rank_configs(spec: Spec, lays: list[joblib.JobLayout], seed: int, ips: dict[
     tr = spec.transport
     transport = TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
                                 per_step_sport=tr.per_step_sport)
+    sc = scale_of(spec)
+    delays = {p.host: sc.time_s(p.delay_us * 1e-6) for p in spec.perturbations
+              if p.kind == "straggler"}
     cfgs: dict[str, dict] = {}
     for lay in lays:
         rank_ips = {str(r): ips[h] for r, h in enumerate(lay.hosts)}
@@ -96,7 +183,8 @@ def rank_configs(spec: Spec, lays: list[joblib.JobLayout], seed: int, ips: dict[
                 "grid": [list(r) for r in lay.grid] if lay.grid else None,
                 "channel": 0 if lay.grid else ring_idx, "rank_ips": rank_ips,
                 "nbytes": lay.nbytes, "passes": lay.passes, "compute_gap_s": lay.compute_gap_s,
-                "start_s": lay.start_s, "steps_per_collective": lay.steps, "seed": seed})
+                "start_s": lay.start_s, "steps_per_collective": lay.steps, "seed": seed,
+                "step_delay_s": delays.get(host, 0.0)})
     return cfgs
 
 
@@ -161,6 +249,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
     with Fabric(topology(spec, scheme, seed, rundir)) as fab:
         ips = {h.name: h.IP() for h in fab.hosts}
         cfgs = rank_configs(spec, lays, seed, ips, None, rundir, timeout_s)
+        perts = Perturbations(spec, scheme, fab, rundir)
         procs = {}
         env = dict(os.environ, PYTHONPATH=fabric.REPO_ROOT)
         for host, cfg in cfgs.items():
@@ -195,12 +284,19 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
                     started = True
                     cpu.start()                # the run itself, not the set-up
                     t_begin = time.monotonic()
-                    deadline = start_at + timeout_s
+                    deadline = start_at + timeout_s + 10   # the ranks time out first
+                                                           # and report their open flows
                 if time.monotonic() > deadline:
                     meas["timed_out"] = True
                     meas["timed_out_in"] = "run" if started else "set-up"
                     break
-                for key, _ in sel.select(timeout=0.25):
+                wait = 0.25
+                if started:
+                    perts.due(time.monotonic() - start_at)
+                    nxt = perts.next_time()
+                    if nxt is not None:
+                        wait = max(0.0, min(wait, start_at + nxt - time.monotonic()))
+                for key, _ in sel.select(timeout=wait):
                     h = key.data
                     chunk = key.fileobj.read()
                     if not chunk:
@@ -233,6 +329,8 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
                 p.stdout.close()
                 p.stdin.close()
             sel.close()
+            perts.close()
+        meas["perturbations"] = perts.log
         meas["cpu_busy"] = cpu.stop() if started else None
         meas["wall_s"] = time.monotonic() - t_begin
         meas["agents"] = {name: {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"]}

@@ -54,8 +54,14 @@ quantities are the same at both scales. A complete spec with every key::
     compute_gap_us = 0.0             # between passes
     start_ms = 0.0
 
+    [[perturbations]]                # optional, any number; see PerturbationSpec
+    kind = "imbalance"
+    switch = "leaf0"
+    toward = "spine0"
+    ratio = 1.13
+
     [run]
-    schemes = ["baseline", "symphony"]
+    schemes = ["baseline", "symphony"]   # and "pq": strict priority for lagging flows
     seeds = [1]                      # or a count: seeds = 3 -> [1, 2, 3]
     timeout_s = 600                  # per run, wall clock
 
@@ -76,7 +82,9 @@ except ModuleNotFoundError:          # Python 3.10
 
 from hosts.collectives import ALGORITHMS
 
-SCHEMES = ("baseline", "symphony")
+SCHEMES = ("baseline", "symphony", "pq")
+PERTURBATIONS = ("imbalance", "background", "link_down", "straggler", "loss",
+                 "symphony_late_start")
 TOPOLOGY_KINDS = ("leafspine", "dumbbell")
 ROUTINGS = ("ecmp", "static")
 ALGORITHM_NAMES = tuple(ALGORITHMS) + ("ring2d_allreduce",)
@@ -158,8 +166,51 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
+class PerturbationSpec:
+    """One perturbation (``[[perturbations]]``); which keys apply depends on ``kind``:
+
+    imbalance            switch, toward, ratio      the hop switch->toward runs at
+                                                    link rate / ratio (e.g. 1.13)
+    background           src, dst, rate_gbps,       iperf3 UDP (non-RoCE) traffic from
+                         start_ms, duration_ms      start for duration
+    link_down            switch, toward, at_ms,     the link goes down at at_ms (and up
+                         up_ms (optional)           again at up_ms: a flap)
+    straggler            host, delay_us             the rank on host waits delay_us
+                                                    (compute) before each step's send
+    loss                 switch, fraction           the switch drops that fraction of
+                                                    RoCE data packets
+    symphony_late_start  at_ms                      Symphony switched on at at_ms (the
+                                                    symphony scheme only)
+    """
+    kind: str = ""
+    switch: str = ""
+    toward: str = ""
+    ratio: float = 1.0
+    src: str = ""
+    dst: str = ""
+    rate_gbps: float = 0.0
+    start_ms: float = 0.0
+    duration_ms: float = 0.0
+    at_ms: float = 0.0
+    up_ms: float = -1.0
+    host: str = ""
+    delay_us: float = 0.0
+    fraction: float = 0.0
+
+
+PERTURBATION_KEYS = {
+    "imbalance": {"switch", "toward", "ratio"},
+    "background": {"src", "dst", "rate_gbps", "start_ms", "duration_ms"},
+    "link_down": {"switch", "toward", "at_ms", "up_ms"},
+    "straggler": {"host", "delay_us"},
+    "loss": {"switch", "fraction"},
+    "symphony_late_start": {"at_ms"},
+}
+
+
+@dataclass(frozen=True)
 class RunSpec:
-    schemes: tuple = SCHEMES
+    schemes: tuple = ("baseline", "symphony")
     seeds: tuple = (1,)
     timeout_s: float = 600.0
 
@@ -176,6 +227,7 @@ class Spec:
     dcqcn: DcqcnSpec = field(default_factory=DcqcnSpec)
     transport: TransportSpec = field(default_factory=TransportSpec)
     jobs: tuple = ()
+    perturbations: tuple = ()
     run: RunSpec = field(default_factory=RunSpec)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -183,7 +235,7 @@ class Spec:
 SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
             "symphony": SymphonySpec, "dcqcn": DcqcnSpec, "transport": TransportSpec,
             "run": RunSpec}
-TOP_KEYS = ("name", "description", "jobs") + tuple(SECTIONS)
+TOP_KEYS = ("name", "description", "jobs", "perturbations") + tuple(SECTIONS)
 
 
 # --- loading -----------------------------------------------------------------------
@@ -352,8 +404,80 @@ def validate(raw: dict, path: str) -> Spec:
         _need(job.id not in [x.id for x in jobs], path, f"{where}.id", job.id,
               "job ids must be unique")
         jobs.append(job)
+    perts_raw = raw.get("perturbations", [])
+    _need(isinstance(perts_raw, list), path, "perturbations", perts_raw,
+          "must be a list of [[perturbations]] tables")
+    perts = tuple(_validate_perturbation(_section(PerturbationSpec, p, f"perturbations[{i}]", path),
+                                         p, f"perturbations[{i}]", path, topo, jobs)
+                  for i, p in enumerate(perts_raw))
     return Spec(name=name, path=path, description=str(raw.get("description", "")),
-                jobs=tuple(jobs), run=run, raw=raw, **sections)
+                jobs=tuple(jobs), perturbations=perts, run=run, raw=raw, **sections)
+
+
+def switch_names(topo: TopologySpec) -> list[str]:
+    if topo.kind == "dumbbell":
+        return ["leaf0"]
+    return [f"leaf{t}" for t in range(topo.leaves)] + [f"spine{s}" for s in range(topo.spines)]
+
+
+def neighbors(topo: TopologySpec, switch: str) -> list[str]:
+    """Nodes one link away from ``switch``."""
+    if switch.startswith("spine"):
+        return [f"leaf{t}" for t in range(topo.leaves)]
+    t = int(switch[4:])
+    per = topo.per_leaf
+    hosts = [f"h{t * per + i}" for i in range(per)]
+    return hosts + ([f"spine{s}" for s in range(topo.spines)] if topo.kind == "leafspine" else [])
+
+
+def _validate_perturbation(p: PerturbationSpec, raw: dict, where: str, path: str,
+                           topo: TopologySpec, jobs: list) -> PerturbationSpec:
+    _need(p.kind in PERTURBATIONS, path, f"{where}.kind", p.kind,
+          f"allowed: {', '.join(PERTURBATIONS)}")
+    extra = set(raw) - PERTURBATION_KEYS[p.kind] - {"kind"}
+    _need(not extra, path, f"{where}.{sorted(extra)[0] if extra else ''}", 
+          raw.get(sorted(extra)[0]) if extra else None,
+          f"not a key of a {p.kind} perturbation; its keys: "
+          f"{', '.join(sorted(PERTURBATION_KEYS[p.kind]))}")
+    missing = {"imbalance": ("switch", "toward", "ratio"), "background": ("src", "dst", "rate_gbps",
+               "duration_ms"), "link_down": ("switch", "toward", "at_ms"),
+               "straggler": ("host", "delay_us"), "loss": ("switch", "fraction"),
+               "symphony_late_start": ("at_ms",)}[p.kind]
+    for k in missing:
+        _need(k in raw, path, f"{where}.{k}", None, f"a {p.kind} perturbation needs {k}")
+    hosts = topo.host_names
+    if p.switch:
+        _need(p.switch in switch_names(topo), path, f"{where}.switch", p.switch,
+              f"allowed: {', '.join(switch_names(topo))}")
+    if p.toward:
+        _need(p.toward in neighbors(topo, p.switch), path, f"{where}.toward", p.toward,
+              f"{p.switch}'s neighbours are {', '.join(neighbors(topo, p.switch))}")
+    for key in ("src", "dst", "host"):
+        v = getattr(p, key)
+        if v:
+            _need(v in hosts, path, f"{where}.{key}", v,
+                  f"unknown host; this topology has {hosts[0]}..{hosts[-1]}")
+    if p.kind == "imbalance":
+        _need(p.ratio >= 1.0, path, f"{where}.ratio", p.ratio, "must be >= 1 (a slower hop)")
+    if p.kind == "background":
+        _need(p.src != p.dst, path, f"{where}.dst", p.dst, "must differ from src")
+        _need(0 < p.rate_gbps <= topo.link_rate_gbps, path, f"{where}.rate_gbps", p.rate_gbps,
+              f"must be in (0, link rate {topo.link_rate_gbps}]")
+        _need(p.duration_ms > 0 and p.start_ms >= 0, path, f"{where}.duration_ms",
+              p.duration_ms, "need duration_ms > 0 and start_ms >= 0")
+    if p.kind == "link_down":
+        _need(p.at_ms >= 0, path, f"{where}.at_ms", p.at_ms, "must be >= 0")
+        _need(p.up_ms < 0 or p.up_ms > p.at_ms, path, f"{where}.up_ms", p.up_ms,
+              "must be after at_ms")
+    if p.kind == "straggler":
+        _need(p.delay_us > 0, path, f"{where}.delay_us", p.delay_us, "must be > 0")
+        _need(any(p.host in _job_hosts(j, topo) for j in jobs), path, f"{where}.host", p.host,
+              "is in no job")
+    if p.kind == "loss":
+        _need(0 < p.fraction < 1, path, f"{where}.fraction", p.fraction, "must be in (0, 1)")
+    if p.kind == "symphony_late_start":
+        _need(p.at_ms >= 0, path, f"{where}.at_ms", p.at_ms, "must be >= 0")
+    return p
 
 
 def _job_hosts(job: JobSpec, topo: TopologySpec) -> list[str]:

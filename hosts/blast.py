@@ -109,7 +109,10 @@ def recv(bind_ip: str, *, timeout_s: float = 30.0, idle_s: float = 1.0) -> dict:
         if crc != wire.icrc(socket.inet_aton(src), dst, sport, wire.ROCE_UDP_PORT, body):
             bad_icrc += 1
         key = f"{wire.job_of(bth.pkey)}/{wire.step_of(bth.dqpn)}"
-        st = per_step.setdefault(key, {"pkts": 0, "bytes": 0, "ce": 0, "last": 0, "sports": []})
+        st = per_step.setdefault(key, {"pkts": 0, "bytes": 0, "ce": 0, "last": 0, "sports": [],
+                                       "t_first": last_rx, "psn_times": {}})
+        st["t_last"] = last_rx
+        st["psn_times"][bth.psn] = last_rx
         st["pkts"] += 1
         st["bytes"] += len(data)
         st["ce"] += (tos & 3) == wire.ECN_CE
@@ -117,6 +120,9 @@ def recv(bind_ip: str, *, timeout_s: float = 30.0, idle_s: float = 1.0) -> dict:
         if sport not in st["sports"]:
             st["sports"].append(sport)
     s.close()
+    for st in per_step.values():            # arrival time of the PSN range's 95th percentile
+        times = sorted(st.pop("psn_times").values())
+        st["t_p95"] = times[int(0.95 * (len(times) - 1))]
     return {"steps": per_step, "bad_icrc": bad_icrc, "other": other}
 
 

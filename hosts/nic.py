@@ -202,9 +202,21 @@ class Nic:
             f.sock.close()
         self.sock.close()
 
+    def open_flows(self) -> dict:
+        """Flows still in progress (for diagnosing a run that did not finish)."""
+        return {"sending": [{"dst": f.peer, "job": f.job, "channel": f.channel, "step": f.step,
+                             "acked": f.gbn.snd_una, "next": f.gbn.snd_nxt,
+                             "packets": f.gbn.n_packets, "rate_bps": f.rp.rate_bps,
+                             "timeouts": f.gbn.timeouts, "naks": f.gbn.naks}
+                            for f in self.senders.values()],
+                "receiving": [{"src": f.peer, "job": f.job, "channel": f.channel, "step": f.step,
+                               "expected_psn": f.gbn.expected, "naks": f.gbn.naks_sent}
+                              for f in self.receivers.values()]}
+
     def stats(self) -> dict:
         n, total, worst = self.pacing_late_s
         return {"counters": dict(self.counters), "cnp_suppressed": self.np.suppressed,
+                "open_flows": self.open_flows(),
                 "pacing": {"packets": n, "mean_late_s": total / n if n else 0.0,
                            "max_late_s": worst}}
 

@@ -113,6 +113,8 @@ class Collective:
         self.next_apply = 0               # index of the next step whose receive we apply
         self.sent_upto = -1               # highest step index whose send was posted
         self.pending: dict[int, bytes] = {}
+        self.step_delay_s = spec.get("step_delay_s", 0.0)   # a straggler's compute time
+        self.deferred: list[tuple[float, int]] = []          # (when, step) sends to post
         self.sends_open = 0
         self.start_s = None
         self.end_s = None
@@ -135,6 +137,11 @@ class Collective:
         self.sent_upto = i
         self.nic.send(peer, self.spec["job"], self.channel(i), self.wire_step(i),
                       self.bytes[o:o + n].tobytes(), on_complete=self._send_done)
+
+    def tick(self, now: float) -> None:
+        while self.deferred and now >= self.deferred[0][0]:
+            _, i = self.deferred.pop(0)
+            self._post_send(i)
 
     def _send_done(self, flow) -> None:
         self.sends_open -= 1
@@ -166,7 +173,10 @@ class Collective:
             self.next_apply += 1
             self.progress()
             if self.next_apply < len(self.sch.steps):
-                self._post_send(self.next_apply)
+                if self.step_delay_s > 0:
+                    self.deferred.append((now + self.step_delay_s, self.next_apply))
+                else:
+                    self._post_send(self.next_apply)
         if self.next_apply == len(self.sch.steps) and self.end_s is None:
             self.end_s = now
             self._finish()
@@ -198,7 +208,19 @@ class RankProgram:
         self.next_start = t0 + spec.get("start_s", 0.0)
         self.early: list = []            # messages for passes not started yet
 
+    def next_event(self) -> float | None:
+        """When this program needs the loop to wake up next (a deferred send, a pass)."""
+        times = [c.deferred[0][0] for c in self.finished[-2:] + [self.current]
+                 if c is not None and c.deferred]
+        if self.current is None and len(self.finished) < self.passes:
+            times.append(self.next_start)
+        return min(times) if times else None
+
     def tick(self, now: float) -> None:
+        # A finished pass may still owe a straggler's delayed sends (its last steps).
+        for c in self.finished[-2:] + [self.current]:
+            if c is not None and c.deferred:
+                c.tick(now)
         if self.current is None and len(self.finished) < self.passes and now >= self.next_start:
             self.current = Collective(self.nic, self.spec, self.schedule, len(self.finished),
                                       self.tele, self.progress, self.expected)
@@ -226,7 +248,7 @@ class RankProgram:
 
     @property
     def done(self) -> bool:
-        return len(self.finished) == self.passes
+        return len(self.finished) == self.passes and not any(c.deferred for c in self.finished)
 
 
 def run(cfg: dict) -> dict:
@@ -280,8 +302,10 @@ def run(cfg: dict) -> dict:
             if all(p.done for p in programs) and not nic.busy:
                 break
             wait = 0.05
-            if now < t0:
-                wait = min(wait, t0 - now)
+            for p in programs:
+                t = p.next_event()
+                if t is not None:
+                    wait = min(wait, max(0.0, t - now))
             nic.poll(wait)
         linger = time.monotonic() + cfg.get("linger_s", 0.5)
         while time.monotonic() < linger:

@@ -272,13 +272,20 @@ def ipv4_checksum(header: bytes) -> int:
 
 
 def mark_ce(pkt: bytearray) -> None:
-    """Set ECN CE in an IPv4 packet in place and fix the header checksum (RFC 1624).
+    """Set ECN CE in an IPv4 packet in place and fix the header checksum (RFC 1624)."""
+    _set_tos(pkt, pkt[1] | ECN_CE)
 
-    Only the first header word (version/IHL/TOS) changes, so the checksum is updated
-    incrementally: HC' = ~(~HC + ~m + m').
-    """
+
+def set_dscp(pkt: bytearray, dscp: int) -> None:
+    """Rewrite the DSCP of an IPv4 packet in place, keeping ECN; checksum fixed."""
+    _set_tos(pkt, (dscp << 2) | (pkt[1] & 3))
+
+
+def _set_tos(pkt: bytearray, tos: int) -> None:
+    """Only the first header word (version/IHL/TOS) changes, so the checksum is updated
+    incrementally: HC' = ~(~HC + ~m + m')."""
     old = (pkt[0] << 8) | pkt[1]
-    pkt[1] |= ECN_CE
+    pkt[1] = tos
     new = (pkt[0] << 8) | pkt[1]
     hc = (pkt[10] << 8) | pkt[11]
     s = (~hc & 0xFFFF) + (~old & 0xFFFF) + new
@@ -287,13 +294,6 @@ def mark_ce(pkt: bytearray) -> None:
     hc = ~s & 0xFFFF
     pkt[10] = hc >> 8
     pkt[11] = hc & 0xFF
-
-
-def set_dscp(pkt: bytearray, dscp: int) -> None:
-    """Rewrite the DSCP (keeping ECN) of an IPv4 packet in place; checksum recomputed."""
-    pkt[1] = (dscp << 2) | (pkt[1] & 3)
-    pkt[10] = pkt[11] = 0
-    pkt[10:12] = _U16.pack(ipv4_checksum(bytes(pkt[:(pkt[0] & 0x0F) << 2])))
 
 
 def verify_icrc(pkt: bytes) -> bool:

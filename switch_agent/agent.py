@@ -15,7 +15,7 @@ The configuration file (JSON, written by ``topologies.fabric``):
      "red": {"enabled": true, "kmin_bytes": 50000, "kmax_bytes": 100000, "pmax": 0.2},
      "symphony": {"enabled": true, "k": 0.01, "tau": 0.25, "t_win_s": 0.1,
                   "n_warmup": 2, "n_sample": 8},
-     "drop_fraction": 0.0, "sample_interval_s": 0.01,
+     "drop_fraction": 0.0, "sample_interval_s": 0.01, "pq": false,
      "telemetry_path": "run/s1.jsonl", "control_path": "run/s1.ctl"}
 
 All times and rates are emulated values (already scaled; see ``hosts.scale``).
@@ -41,6 +41,7 @@ from switch_agent.symphony import SymphonyTracker, WindowRecord
 from switch_agent.telemetry import Telemetry
 
 SYMPHONY_KEYS = ("k", "tau", "t_win_s", "n_warmup", "n_sample")
+PQ_HIGH_DSCP = 46           # EF: the DSCP the port qdiscs classify as high priority (pq)
 
 
 @dataclass
@@ -72,6 +73,7 @@ class AgentConfig:
     sample_interval_s: float = 0.01
     telemetry_path: str | None = None
     control_path: str | None = None
+    pq: bool = False              # priority-queue baseline: DSCP EF on lagging flows' packets
 
     @classmethod
     def from_dict(cls, d: dict) -> "AgentConfig":
@@ -102,6 +104,7 @@ class Agent:
         self.pipeline = SwitchPipeline(ports, cfg.red, tracker, random.Random(cfg.seed).random,
                                        symphony_enabled=sp.enabled,
                                        drop_fraction=cfg.drop_fraction,
+                                       pq_high_dscp=PQ_HIGH_DSCP if cfg.pq else None,
                                        on_window=self._window)
         self.running = True
         self.nfq: NfQueue | None = None

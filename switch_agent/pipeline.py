@@ -12,6 +12,9 @@ Per packet, in order (DESIGN.md §5):
 6. Symphony (§5.3), when enabled: the tracker's probability for (job, step, psn, last).
 7. Mark CE if RED **or** Symphony says so, only on ECT packets; each mark is attributed
    to its cause (RED only, Symphony only, both).
+8. Priority-queue baseline (§5.4, scheme ``pq``): the tracker only tracks step_min (no
+   Symphony marks); packets of lagging flows (step <= step_min) get DSCP
+   ``pq_high_dscp`` written, which the port's qdisc (a u32 filter) serves first.
 
 No clock and no randomness of its own: ``now_s`` is passed in and ``random`` is an
 injected ``() -> float in [0, 1)``. :meth:`handle` returns what the NFQUEUE shell sends
@@ -56,6 +59,7 @@ class PortCounters:
     marks_symphony: int = 0
     marks_both: int = 0
     not_ect_unmarked: int = 0      # would have been marked, but the packet was Not-ECT
+    pq_high: int = 0               # pq: packets sent to the high-priority class
 
 
 @dataclass
@@ -72,13 +76,14 @@ class SwitchPipeline:
 
     def __init__(self, ports: dict[int, Port], red: RedParams, tracker: SymphonyTracker,
                  random: Callable[[], float], *, symphony_enabled: bool = True,
-                 drop_fraction: float = 0.0,
+                 drop_fraction: float = 0.0, pq_high_dscp: int | None = None,
                  on_window: Callable[[WindowRecord, int, int], None] | None = None):
         self.ports = ports
         self.red = red
         self.tracker = tracker
         self.random = random
         self.symphony_enabled = symphony_enabled
+        self.pq_high_dscp = pq_high_dscp
         self.set_drop_fraction(drop_fraction)
         self.unknown_port_pkts = 0
         # marks per job in the tracker's current window: job -> [red, symphony]
@@ -136,14 +141,20 @@ class SwitchPipeline:
             p = red_probability(q, red.kmin_bytes, red.kmax_bytes, red.pmax)
             red_mark = p >= 1.0 or self.random() < p
         sym_mark = False
+        high = False
         if self.symphony_enabled:
             p = self.tracker.observe(hdr.job, hdr.step, hdr.psn, hdr.last, now_s)
             sym_mark = p > 0.0 and (p >= 1.0 or self.random() < p)
+        elif self.pq_high_dscp is not None:
+            self.tracker.observe(hdr.job, hdr.step, hdr.psn, hdr.last, now_s)
+            if wire.step_diff(hdr.step, self.tracker.jobs[hdr.job].step_min) <= 0:
+                high = True
+                c.pq_high += 1
         if not (red_mark or sym_mark):
-            return None
+            return self._prioritized(pkt) if high else None
         if hdr.ecn == wire.ECN_NOT_ECT:
             c.not_ect_unmarked += 1
-            return None
+            return self._prioritized(pkt) if high else None
         if red_mark and sym_mark:
             c.marks_both += 1
         elif red_mark:
@@ -156,9 +167,16 @@ class SwitchPipeline:
         jm[0] += red_mark
         jm[1] += sym_mark
         if hdr.ecn == wire.ECN_CE:
-            return None             # already CE: nothing to rewrite
+            return self._prioritized(pkt) if high else None   # already CE
         out = bytearray(pkt)
         wire.mark_ce(out)
+        if high:
+            wire.set_dscp(out, self.pq_high_dscp)
+        return out
+
+    def _prioritized(self, pkt) -> bytearray:
+        out = bytearray(pkt)
+        wire.set_dscp(out, self.pq_high_dscp)
         return out
 
     def totals(self) -> dict:

@@ -105,6 +105,21 @@ def spine_port_to_leaf(spine: int, leaf: int) -> str:
     return f"{spine_name(spine)}-eth{leaf + 1}"
 
 
+def port_toward(switch: str, neighbor: str, hosts_per_leaf: int) -> str:
+    """The interface of ``switch`` on its link to ``neighbor`` (a host, leaf or spine)."""
+    if switch.startswith("spine") and neighbor.startswith("leaf"):
+        return spine_port_to_leaf(int(switch[5:]), int(neighbor[4:]))
+    if switch.startswith("leaf"):
+        t = int(switch[4:])
+        if neighbor.startswith("spine"):
+            return leaf_port_to_spine(t, int(neighbor[5:]), hosts_per_leaf)
+        if neighbor.startswith("h"):
+            i = int(neighbor[1:]) - t * hosts_per_leaf
+            if 0 <= i < hosts_per_leaf:
+                return leaf_port_to_host(t, i)
+    raise ValueError(f"{switch} has no link to {neighbor}")
+
+
 def check_shape(leaves: int, spines: int, hosts_per_leaf: int, routing: str) -> None:
     if not 1 <= leaves <= MAX_LEAVES:
         raise ValueError(f"leaves must be in 1..{MAX_LEAVES}, got {leaves}")
@@ -140,9 +155,32 @@ def spine_routes(spine: int, leaves: int) -> list[tuple[str, list[str]]]:
 
 # --- shaping (one place for qdiscs) ----------------------------------------------------
 
-def shape_commands(intf: str, rate_bps: float, buffer_bytes: int) -> list[str]:
-    """HTB at ``rate_bps`` with a bounded byte FIFO as its only leaf (drop-tail)."""
+from switch_agent.agent import PQ_HIGH_DSCP  # noqa: E402  (lagging flows' DSCP, pq)
+
+
+def shape_commands(intf: str, rate_bps: float, buffer_bytes: int, pq: bool = False) -> list[str]:
+    """HTB at ``rate_bps`` with a bounded byte FIFO as its only leaf (drop-tail); with
+    ``pq``, two leaf classes instead: prio 0 for packets to which the agent gave DSCP
+    ``PQ_HIGH_DSCP`` (lagging flows; a u32 filter on the TOS byte), prio 1 for the rest, each with a token guarantee
+    of 1 % and the link rate as ceiling, so the prio-0 class takes what it wants first
+    (strict priority, DESIGN.md §5.4), each with its own FIFO of ``buffer_bytes``."""
     rate = int(rate_bps)
+    if pq:
+        low = max(8, rate // 100)
+        b = L2_BURST_BYTES
+        return [
+            f"tc qdisc replace dev {intf} root handle 1: htb default 20",
+            f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate}bit ceil {rate}bit "
+            f"burst {b} cburst {b}",
+            f"tc class replace dev {intf} parent 1:1 classid 1:10 htb rate {rate}bit ceil {rate}bit "
+            f"burst {b} cburst {b} prio 0",
+            f"tc class replace dev {intf} parent 1:1 classid 1:20 htb rate {low}bit ceil {rate}bit "
+            f"burst {b} cburst {b} prio 1",
+            f"tc qdisc replace dev {intf} parent 1:10 handle 10: bfifo limit {int(buffer_bytes)}",
+            f"tc qdisc replace dev {intf} parent 1:20 handle 20: bfifo limit {int(buffer_bytes)}",
+            f"tc filter replace dev {intf} parent 1: protocol ip prio 1 u32 "
+            f"match ip dsfield {PQ_HIGH_DSCP << 2:#x} 0xfc flowid 1:10",
+        ]
     return [
         f"tc qdisc replace dev {intf} root handle 1: htb default 1",
         f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate}bit ceil {rate}bit "
@@ -190,12 +228,13 @@ class FabricSwitch(Switch):
     def __init__(self, name, routes=(), rate_bps: float = DEFAULT_RATE_BPS,
                  buffer_bytes: int = DEFAULT_BUFFER_BYTES, agent: dict | None = None,
                  rundir: str | None = None, with_agent: bool = True,
-                 port_rate_bps: dict[str, float] | None = None, **params):
+                 port_rate_bps: dict[str, float] | None = None, pq: bool = False, **params):
         params.setdefault("inNamespace", True)
         super().__init__(name, **params)
         self.routes = [(dst, list(nhs)) for dst, nhs in routes]
         self.rate_bps = rate_bps
         self.port_rate_bps = dict(port_rate_bps or {})   # per-interface overrides
+        self.pq = pq
         self.buffer_bytes = buffer_bytes
         self.agent_params = dict(agent or {})
         self.rundir = rundir
@@ -207,22 +246,19 @@ class FabricSwitch(Switch):
         cmds = ["sysctl -qw net.ipv4.ip_forward=1",
                 "sysctl -qw net.ipv4.fib_multipath_hash_policy=1",
                 "sysctl -qw net.ipv4.conf.all.rp_filter=0",
-                "sysctl -qw net.ipv4.conf.default.rp_filter=0"]
+                "sysctl -qw net.ipv4.conf.default.rp_filter=0",
+                # a nexthop whose link lost carrier is skipped (link failures, flaps)
+                "sysctl -qw net.ipv4.conf.all.ignore_routes_with_linkdown=1"]
         ports = {}
         for intf in self.intfNames():
             if intf == "lo":
                 continue
             rate = self.port_rate_bps.get(intf, self.rate_bps)
-            cmds += interface_commands(intf) + shape_commands(intf, rate, self.buffer_bytes)
+            cmds += interface_commands(intf) + shape_commands(intf, rate, self.buffer_bytes, self.pq)
             cmds.append(f"sysctl -qw net.ipv4.conf.{intf.replace('.', '/')}.rp_filter=0")
             ports[intf] = {"rate_bps": rate, "buffer_bytes": self.buffer_bytes,
                            "burst_bytes": L2_BURST_BYTES}
-        for dst, nexthops in self.routes:
-            if len(nexthops) == 1:
-                cmds.append(f"ip route replace {dst} via {nexthops[0]}")
-            else:
-                hops = " ".join(f"nexthop via {nh} weight 1" for nh in nexthops)
-                cmds.append(f"ip route replace {dst} {hops}")
+        cmds += self.route_commands()
         cmds.append("iptables -w -A FORWARD -j NFQUEUE --queue-num 0")
         unknown = set(self.port_rate_bps) - set(ports)
         if unknown:
@@ -232,11 +268,29 @@ class FabricSwitch(Switch):
         if self.with_agent:
             self.start_agent(ports)
 
+    def route_commands(self) -> list[str]:
+        cmds = []
+        for dst, nexthops in self.routes:
+            if len(nexthops) == 1:
+                cmds.append(f"ip route replace {dst} via {nexthops[0]}")
+            else:
+                hops = " ".join(f"nexthop via {nh} weight 1" for nh in nexthops)
+                cmds.append(f"ip route replace {dst} {hops}")
+        return cmds
+
+    def set_link(self, intf: str, up: bool) -> None:
+        """Fail (or restore) the link on ``intf``. Taking an interface down flushes the
+        routes through it, so bringing it up reinstalls this switch's routes; the far end
+        sees the carrier go and skips the dead next hop (ignore_routes_with_linkdown)."""
+        _run(self, [f"ip link set dev {intf} {'up' if up else 'down'}"])
+        if up:
+            _run(self, self.route_commands())
+
     def start_agent(self, ports: dict, timeout_s: float = 10.0) -> None:
         if self.rundir is None:
             self.rundir = default_rundir()
         os.makedirs(self.rundir, exist_ok=True)
-        cfg = {"switch": self.name, "ports": ports,
+        cfg = {"switch": self.name, "ports": ports, "pq": self.pq,
                "telemetry_path": os.path.join(self.rundir, f"{self.name}.jsonl"),
                "control_path": os.path.join(self.rundir, f"{self.name}.ctl"),
                **self.agent_params}

@@ -28,12 +28,13 @@ class LeafSpineTopo(Topo):
 
     def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=fabric.DEFAULT_RATE_BPS,
               buffer_bytes=fabric.DEFAULT_BUFFER_BYTES, routing="ecmp", agent=None,
-              rundir=None, with_agent=True, port_rates=None):
+              rundir=None, with_agent=True, port_rates=None, pq=False):
         """``port_rates``: {switch name: {interface: rate_bps}} overrides of single
         egress ports (a slower hop); ``agent``: agent config keys (red, symphony, ...)."""
         fabric.check_shape(leaves, spines, hosts_per_leaf, routing)
         switch_opts = dict(cls=fabric.FabricSwitch, rate_bps=rate_bps, buffer_bytes=buffer_bytes,
-                           agent=agent, rundir=rundir, with_agent=with_agent, inNamespace=True)
+                           agent=agent, rundir=rundir, with_agent=with_agent, inNamespace=True,
+                           pq=pq)
         port_rates = port_rates or {}
         for t in range(leaves):
             name = fabric.leaf_name(t)
