@@ -1,6 +1,7 @@
 """`symphony-emu`: the command line (also `python -m emulator`).
 
     symphony-emu run SPEC [--out DIR] [--seeds N] [--scheme S] [--set key=value ...]
+    symphony-emu sweep SPEC [--param key=v1,v2 ...] [--seeds N] [--scheme S ...] [--out DIR]
     symphony-emu report DIR
     symphony-emu validate SPEC [--set key=value ...]
     symphony-emu demo [--out DIR] ...      (the switch agents alone, without collectives)
@@ -138,11 +139,34 @@ def _cmd_run(args) -> int:
     summary = report.summarize(out)
     print()
     report.print_tables(summary, spec.scale.dilation)
+    if spec.raw.get("variants"):
+        print(f"\n(this spec has [[variants]]; `symphony-emu sweep {args.spec}` runs them all)")
     print(f"\nsummary: {os.path.join(out, 'summary.json')}")
     for p in summary.get("plots", []):
         print(f"plot:    {p}")
     bad = [r for r in summary["runs"] if not r["fidelity"]["faithful"]]
     return 1 if bad else 0
+
+
+def _cmd_sweep(args) -> int:
+    from emulator import sweep
+    from emulator.spec import SCHEMES, SpecError
+    if args.scheme and any(s not in SCHEMES for s in args.scheme):
+        print(f"symphony-emu sweep: --scheme: allowed: {', '.join(SCHEMES)}", file=sys.stderr)
+        return 2
+    try:
+        sweep.points(args.spec, args.param or [], args.set or [])
+    except (SpecError, ValueError) as e:
+        print(f"symphony-emu sweep: {e}", file=sys.stderr)
+        return 2
+    from emulator.spec import load
+    out = _out_dir(args.out, load(args.spec).name + "-sweep")
+    os.makedirs(out, exist_ok=True)
+    print(f"symphony-emu sweep: -> {out} (run again with --out {out} to resume)")
+    seeds = list(range(1, args.seeds + 1)) if args.seeds else None
+    rows = sweep.run_sweep(args.spec, out, args.param or [], args.set or [], args.scheme,
+                           seeds, _progress_printer)
+    return 1 if any(not r["faithful"] for r in rows) else 0
 
 
 def _cmd_report(args) -> int:
@@ -175,6 +199,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a spec value, e.g. --set symphony.k=0.001 (repeatable)")
     r.set_defaults(func=_cmd_run, needs_root=True)
+    sw = sub.add_parser("sweep", help="run a spec over its [[variants]] and/or --param grids, "
+                                      "resumable, into one table")
+    sw.add_argument("spec")
+    sw.add_argument("--param", action="append", metavar="KEY=V1,V2,...",
+                    help="sweep a value, e.g. --param symphony.k=0.001,0.01 (repeatable: grid)")
+    sw.add_argument("--out", help="output folder; an existing one is resumed")
+    sw.add_argument("--seeds", type=_positive_int, help="seeds 1..N instead of the spec's")
+    sw.add_argument("--scheme", action="append", help="only these schemes (repeatable)")
+    sw.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a spec value for every point (repeatable)")
+    sw.set_defaults(func=_cmd_sweep, needs_root=True)
     rp = sub.add_parser("report", help="recompute metrics and plots from a run folder")
     rp.add_argument("dir")
     rp.set_defaults(func=_cmd_report, needs_root=False)

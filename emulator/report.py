@@ -87,9 +87,29 @@ def analyze_run(rundir: str) -> dict:
                          "nbytes": lay.nbytes, "collectives": cs, "jct_s": jct,
                          "max_step_overlap": metrics.max_overlap(flows, lay.job),
                          "last_step_span_s": metrics.last_step_span(flows, lay.job)})
+    messages = []
+    if man["spec"].get("messages"):
+        t0 = meas.get("t_start", 0.0)
+        for m in flows:
+            messages.append({"src": m["src"], "dst": m["dst"], "job": m["job"], "step": m["step"],
+                             "bytes": m["bytes"], "start_s": m["t_start"] - t0,
+                             "end_s": m["t_end"] - t0, "fct_s": m["t_end"] - m["t_start"]})
+        messages.sort(key=lambda m: (m["step"], m["src"]))
+        expected = len(man["spec"]["messages"])
+        if len(messages) != expected:
+            wrong.append(f"{expected - len(messages)} of {expected} messages never completed")
+        for name, summ in meas.get("rank_summaries", {}).items():
+            if not summ.get("ok"):
+                wrong.append(f"host {name}: {summ.get('bad') or summ.get('missing')}")
     fid = fidelity(meas, rate, mtu, ratios, wrong)
-    return {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir, "jobs": jobs_out,
-            "fidelity": fid}
+    out = {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir, "jobs": jobs_out,
+           "fidelity": fid}
+    if messages:
+        out["messages"] = messages
+        if len(messages) == 2:
+            a, b = messages
+            out["overlap_s"] = max(0.0, min(a["end_s"], b["end_s"]) - max(a["start_s"], b["start_s"]))
+    return out
 
 
 def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list) -> dict:
@@ -140,7 +160,7 @@ def summarize(out_dir: str, plots: bool = True) -> dict:
     summary = {"name": man["name"], "spec": man["spec"], "scale": man["scale"],
                "link_rate_bps": man["link_rate_bps"], "runs": runs,
                "comparison": compare(runs)}
-    if plots:
+    if plots and any(r["jobs"] for r in runs):
         from emulator import plots as plotting
         summary["plots"] = plotting.plot_all(out_dir, runs, man)
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
@@ -161,8 +181,29 @@ def compare(runs: list[dict]) -> dict:
             for s, d in by.items()}
 
 
+def print_messages(summary: dict) -> None:
+    print(f"{'scheme':<10}{'seed':>5}  {'flow':<26}{'step':>5}{'start(ms)':>11}{'FCT(ms)':>10}"
+          f"{'end(ms)':>10}")
+    for r in summary["runs"]:
+        for m in r.get("messages", []):
+            print(f"{r['scheme']:<10}{r['seed']:>5}  {m['src'] + '->' + m['dst']:<26}"
+                  f"{m['step']:>5}{m['start_s'] * 1e3:>11.0f}{m['fct_s'] * 1e3:>10.0f}"
+                  f"{m['end_s'] * 1e3:>10.0f}")
+        if "overlap_s" in r:
+            print(f"{'':<17}overlap of the two flows: {r['overlap_s'] * 1e3:.0f} ms")
+
+
 def print_tables(summary: dict, dilation: float) -> None:
     """nccl-tests-style lines per collective, then a scheme comparison."""
+    if any(r.get("messages") for r in summary["runs"]):
+        print_messages(summary)
+        for r in summary["runs"]:
+            f = r["fidelity"]
+            if f["errors"]:
+                print(f"\n!!! {r['scheme']} seed {r['seed']}: " + "; ".join(f["errors"]))
+            if f["reasons"]:
+                print(f"\nUNFAITHFUL {r['scheme']} seed {r['seed']}: " + "; ".join(f["reasons"]))
+        return
     print("#  scheme   seed job pass       size  count   type redop    time(ms)  theo(ms) "
           " ratio   algbw(GB/s) busbw(GB/s) #wrong")
     print("#                                 (B)                    emulated            "

@@ -188,6 +188,51 @@ def rank_configs(spec: Spec, lays: list[joblib.JobLayout], seed: int, ips: dict[
     return cfgs
 
 
+def _run_messages(spec: Spec, scheme: str, seed: int, rundir: str, meas: dict, cpu,
+                  progress) -> dict:
+    """A spec of [[messages]]: one ``hosts.host`` process per host involved."""
+    from emulator.messages import Message, run_messages
+    sc = scale_of(spec)
+    tr = spec.transport
+    msgs = [Message(m.src, m.dst, m.bytes, sc.time_s(m.start_ms * 1e-3), m.job, m.channel, m.step)
+            for m in spec.messages]
+    dcqcn = default_dcqcn(link_rate_bps(spec), spec.dcqcn.variant, sc)
+    transport = TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
+                                per_step_sport=tr.per_step_sport)
+    t_begin = time.monotonic()
+    with Fabric(topology(spec, scheme, seed, rundir)) as fab:
+        perts = Perturbations(spec, scheme, fab, rundir)
+        start_delay = 1.0
+        t_start = time.monotonic() + start_delay
+        cpu.start()
+
+        def tick(done, total):
+            perts.due(time.monotonic() - t_start)
+            if progress is not None:
+                progress(done, total, time.monotonic() - t_begin)
+        try:
+            results = run_messages(fab, msgs, rundir, dcqcn=dcqcn, transport=transport,
+                                   timeout_s=spec.run.timeout_s, start_delay_s=start_delay,
+                                   progress=tick)
+        except TimeoutError:
+            results = {}
+            meas["timed_out"] = True
+        finally:
+            perts.close()
+        meas["cpu_busy"] = cpu.stop()
+        meas["wall_s"] = time.monotonic() - t_begin
+        meas["agents"] = {name: {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"]}
+                          for name, s in fab.agents({"cmd": "stats"}).items()}
+        meas["rank_summaries"] = results
+        meas["host_exit"] = {h: 0 if r.get("ok") else 1 for h, r in results.items()}
+        meas["perturbations"] = perts.log
+        meas["t_start"] = t_start
+    meas["teardown_leftovers"] = fab.leftovers
+    with open(os.path.join(rundir, "measurements.json"), "w") as f:
+        json.dump(meas, f, indent=1)
+    return meas
+
+
 class CpuMeter:
     """Busy share of all CPUs between start() and stop(), from /proc/stat."""
 
@@ -246,6 +291,8 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
     timeout_s = spec.run.timeout_s
     meas = {"timed_out": False, "host_exit": {}}
     cpu = CpuMeter()
+    if spec.messages:
+        return _run_messages(spec, scheme, seed, rundir, meas, cpu, progress)
     with Fabric(topology(spec, scheme, seed, rundir)) as fab:
         ips = {h.name: h.IP() for h in fab.hosts}
         cfgs = rank_configs(spec, lays, seed, ips, None, rundir, timeout_s)

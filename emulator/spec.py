@@ -209,6 +209,19 @@ PERTURBATION_KEYS = {
 
 
 @dataclass(frozen=True)
+class MessageSpec:
+    """One message (``[[messages]]``): a single flow without any collective, e.g. the
+    paper's Fig 9 (two flows of one job, different steps, through one port)."""
+    src: str = ""
+    dst: str = ""
+    bytes: int = 0
+    start_ms: float = 0.0
+    job: int = 1
+    step: int = 0
+    channel: int = 0
+
+
+@dataclass(frozen=True)
 class RunSpec:
     schemes: tuple = ("baseline", "symphony")
     seeds: tuple = (1,)
@@ -227,6 +240,7 @@ class Spec:
     dcqcn: DcqcnSpec = field(default_factory=DcqcnSpec)
     transport: TransportSpec = field(default_factory=TransportSpec)
     jobs: tuple = ()
+    messages: tuple = ()
     perturbations: tuple = ()
     run: RunSpec = field(default_factory=RunSpec)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
@@ -235,10 +249,17 @@ class Spec:
 SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
             "symphony": SymphonySpec, "dcqcn": DcqcnSpec, "transport": TransportSpec,
             "run": RunSpec}
-TOP_KEYS = ("name", "description", "jobs", "perturbations") + tuple(SECTIONS)
+TOP_KEYS = ("name", "description", "jobs", "messages", "perturbations",
+            "variants") + tuple(SECTIONS)
 
 
 # --- loading -----------------------------------------------------------------------
+
+def variants(spec: Spec) -> list[tuple[str, list[str]]]:
+    """The spec's ``[[variants]]``: (name, overrides) pairs; ``symphony-emu sweep`` runs
+    each (e.g. Fig 2's baseline / imbalance / transient congestion)."""
+    return [(v["name"], list(v.get("set", []))) for v in spec.raw.get("variants", [])]
+
 
 def load(path: str, overrides: list[str] = ()) -> Spec:
     """Read, override (``key=value``, dotted keys) and validate a spec file."""
@@ -251,7 +272,17 @@ def load(path: str, overrides: list[str] = ()) -> Spec:
         raise SpecError(f"{path}: not valid TOML: {e}") from None
     for item in overrides:
         apply_override(raw, item, path)
-    return validate(raw, path)
+    spec = validate(raw, path)
+    for name, sets in variants(spec):          # every variant must validate too
+        v = copy.deepcopy(raw)
+        v.pop("variants", None)
+        try:
+            for item in sets:
+                apply_override(v, item, path)
+            validate(v, path)
+        except SpecError as e:
+            raise SpecError(f"variant {name!r}: {e}") from None
+    return spec
 
 
 def apply_override(raw: dict, item: str, path: str = "--set") -> None:
@@ -385,8 +416,18 @@ def validate(raw: dict, path: str) -> Spec:
     run = RunSpec(tuple(schemes), tuple(seeds), run.timeout_s)
 
     jobs_raw = raw.get("jobs", [])
-    _need(isinstance(jobs_raw, list) and len(jobs_raw) > 0, path, "jobs", jobs_raw,
-          "at least one [[jobs]] table is needed")
+    msgs_raw = raw.get("messages", [])
+    _need(isinstance(msgs_raw, list), path, "messages", msgs_raw,
+          "must be a list of [[messages]] tables")
+    _need(isinstance(jobs_raw, list) and (len(jobs_raw) > 0) != (len(msgs_raw) > 0), path,
+          "jobs", jobs_raw, "give [[jobs]] (collectives) or [[messages]] (single flows), "
+          "exactly one of the two")
+    messages = tuple(_validate_message(_section(MessageSpec, m, f"messages[{i}]", path),
+                                       f"messages[{i}]", path, topo)
+                     for i, m in enumerate(msgs_raw))
+    keys = [(m.src, m.dst, m.job, m.channel, m.step) for m in messages]
+    _need(len(set(keys)) == len(keys), path, "messages", "...",
+          "two messages with the same src, dst, job, channel and step")
     jobs = []
     used_hosts: dict[str, int] = {}
     for i, j in enumerate(jobs_raw):
@@ -404,6 +445,11 @@ def validate(raw: dict, path: str) -> Spec:
         _need(job.id not in [x.id for x in jobs], path, f"{where}.id", job.id,
               "job ids must be unique")
         jobs.append(job)
+    vs = raw.get("variants", [])
+    _need(isinstance(vs, list) and all(isinstance(v, dict) and isinstance(v.get("name"), str)
+                                       and set(v) <= {"name", "set"}
+                                       and isinstance(v.get("set", []), list) for v in vs),
+          path, "variants", vs, 'a list of tables {name = "...", set = ["key=value", ...]}')
     perts_raw = raw.get("perturbations", [])
     _need(isinstance(perts_raw, list), path, "perturbations", perts_raw,
           "must be a list of [[perturbations]] tables")
@@ -411,7 +457,23 @@ def validate(raw: dict, path: str) -> Spec:
                                          p, f"perturbations[{i}]", path, topo, jobs)
                   for i, p in enumerate(perts_raw))
     return Spec(name=name, path=path, description=str(raw.get("description", "")),
-                jobs=tuple(jobs), perturbations=perts, run=run, raw=raw, **sections)
+                jobs=tuple(jobs), messages=messages, perturbations=perts, run=run, raw=raw,
+                **sections)
+
+
+def _validate_message(m: MessageSpec, where: str, path: str, topo: TopologySpec) -> MessageSpec:
+    hosts = topo.host_names
+    for key in ("src", "dst"):
+        _need(getattr(m, key) in hosts, path, f"{where}.{key}", getattr(m, key),
+              f"a host of this topology: {hosts[0]}..{hosts[-1]}")
+    _need(m.src != m.dst, path, f"{where}.dst", m.dst, "must differ from src")
+    _need(isinstance(m.bytes, int) and 1 <= m.bytes <= 1 << 30, path, f"{where}.bytes", m.bytes,
+          "must be in 1..2**30")
+    _need(m.start_ms >= 0, path, f"{where}.start_ms", m.start_ms, "must be >= 0")
+    _need(1 <= m.job <= 0x7FFF, path, f"{where}.job", m.job, "must be in 1..32767")
+    _need(0 <= m.step <= 0xFFFF, path, f"{where}.step", m.step, "must be in 0..65535")
+    _need(0 <= m.channel <= 0xFF, path, f"{where}.channel", m.channel, "must be in 0..255")
+    return m
 
 
 def switch_names(topo: TopologySpec) -> list[str]:

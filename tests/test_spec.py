@@ -335,7 +335,7 @@ BAD = [
     ("seeds-empty-list", [("run.seeds", [])], (),
      ["run.seeds = []", "a list of integers or a count"]),
     ("timeout-0", [("run.timeout_s", 0)], (), ["run.timeout_s = 0.0", "must be > 0"]),
-    ("missing-jobs", [], ("jobs",), ["jobs = []", "at least one [[jobs]] table is needed"]),
+    ("missing-jobs", [], ("jobs",), ["jobs = []", "give [[jobs]] (collectives) or [[messages]] (single flows)"]),
 ]
 
 

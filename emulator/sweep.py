@@ -1,0 +1,101 @@
+"""Sweeps: one spec over named variants and/or parameter grids, schemes and seeds,
+resumable, collected into one table (``sweep.csv``) and one comparison plot.
+
+    symphony-emu sweep runs/fig8b.toml                     # the spec's [[variants]]
+    symphony-emu sweep runs/table1.toml --param symphony.k=0.0001,0.001,0.01 --seeds 3
+
+Layout: ``<out>/<point>/<scheme>-seed<N>/`` with ``<point>`` the variant name or
+``key=value,...``. A run whose folder already holds ``measurements.json`` is skipped,
+so an interrupted sweep continues where it stopped when run again with the same --out.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import os
+from collections import defaultdict
+
+import numpy as np
+
+from emulator import report, runner
+from emulator.spec import load, variants
+
+
+def points(spec_path: str, params: list[str], base_overrides: list[str]):
+    """[(point name, overrides)] of a sweep."""
+    spec = load(spec_path, base_overrides)
+    grid = []
+    for p in params:
+        if "=" not in p:
+            raise ValueError(f"--param {p!r}: expected key=v1,v2,...")
+        key, values = p.split("=", 1)
+        grid.append([(key, v) for v in values.split(",") if v != ""])
+    named = variants(spec) or [("", [])]
+    out = []
+    for vname, vsets in named:
+        for combo in itertools.product(*grid) if grid else [()]:
+            label = ",".join([vname] * bool(vname) + [f"{k}={v}" for k, v in combo]) or "default"
+            out.append((label, base_overrides + vsets + [f"{k}={v}" for k, v in combo]))
+    return out
+
+
+def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[str],
+              schemes: list[str] | None, seeds: list[int] | None, progress=None) -> list[dict]:
+    rows = []
+    pts = points(spec_path, params, base_overrides)
+    for label, overrides in pts:
+        spec = load(spec_path, overrides)
+        pdir = os.path.join(out, label.replace("/", "_"))
+        os.makedirs(pdir, exist_ok=True)
+        for scheme in schemes or spec.run.schemes:
+            for seed in seeds or spec.run.seeds:
+                rundir = os.path.join(pdir, f"{scheme}-seed{seed}")
+                if os.path.exists(os.path.join(rundir, "measurements.json")):
+                    print(f"{label} {scheme} seed {seed}: done before, kept")
+                    continue
+                print(f"{label} {scheme} seed {seed}: running", flush=True)
+                runner.run_one(spec, scheme, seed, rundir,
+                               progress(f"{label} {scheme} seed {seed}") if progress else None)
+        summary = report.summarize(pdir)
+        for r in summary["runs"]:
+            row = {"point": label, "scheme": r["scheme"], "seed": r["seed"],
+                   "faithful": r["fidelity"]["faithful"]}
+            ccts = [c["cct_s"] for j in r["jobs"] for c in j["collectives"] if c["cct_s"]]
+            jcts = [j["jct_s"] for j in r["jobs"] if j["jct_s"]]
+            row["median_cct_s"] = float(np.median(ccts)) if ccts else None
+            row["jct_s"] = float(np.median(jcts)) if jcts else None
+            row["max_step_overlap"] = max((j["max_step_overlap"] for j in r["jobs"]), default=None)
+            for m in r.get("messages", []):
+                row[f"fct_step{m['step']}_s"] = m["fct_s"]
+            if "overlap_s" in r:
+                row["flow_overlap_s"] = r["overlap_s"]
+            rows.append(row)
+    write_table(out, rows)
+    return rows
+
+
+def write_table(out: str, rows: list[dict]) -> None:
+    keys = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with open(os.path.join(out, "sweep.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    # Median over seeds per (point, scheme), printed.
+    agg = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        for k, v in r.items():
+            if isinstance(v, float):
+                agg[(r["point"], r["scheme"])][k].append(v)
+    metrics = [k for k in keys if k not in ("point", "scheme", "seed", "faithful")]
+    print(f"\n{'point':<34}{'scheme':<10}" + "".join(f"{k:>18}" for k in metrics))
+    for (point, scheme), d in agg.items():
+        vals = "".join(f"{np.median(d[k]):>18.3f}" if d.get(k) else f"{'-':>18}" for k in metrics)
+        print(f"{point:<34}{scheme:<10}{vals}")
+    unfaithful = [r for r in rows if not r["faithful"]]
+    if unfaithful:
+        print(f"\nUNFAITHFUL runs: " + ", ".join(f"{r['point']} {r['scheme']} seed {r['seed']}"
+                                                  for r in unfaithful))
+    print(f"\ntable: {os.path.join(out, 'sweep.csv')}")
