@@ -426,8 +426,9 @@ def validate(raw: dict, path: str) -> Spec:
                                        f"messages[{i}]", path, topo)
                      for i, m in enumerate(msgs_raw))
     keys = [(m.src, m.dst, m.job, m.channel, m.step) for m in messages]
-    _need(len(set(keys)) == len(keys), path, "messages", "...",
-          "two messages with the same src, dst, job, channel and step")
+    dup = next((k for k in keys if keys.count(k) > 1), None)
+    _need(dup is None, path, "messages", dup,
+          "two messages with the same (src, dst, job, channel, step)")
     jobs = []
     used_hosts: dict[str, int] = {}
     for i, j in enumerate(jobs_raw):
@@ -447,9 +448,13 @@ def validate(raw: dict, path: str) -> Spec:
         jobs.append(job)
     vs = raw.get("variants", [])
     _need(isinstance(vs, list) and all(isinstance(v, dict) and isinstance(v.get("name"), str)
-                                       and set(v) <= {"name", "set"}
-                                       and isinstance(v.get("set", []), list) for v in vs),
+                                       and v["name"] and set(v) <= {"name", "set"}
+                                       and isinstance(v.get("set", []), list)
+                                       and all(isinstance(x, str) for x in v.get("set", []))
+                                       for v in vs),
           path, "variants", vs, 'a list of tables {name = "...", set = ["key=value", ...]}')
+    names = [v["name"] for v in vs]
+    _need(len(set(names)) == len(names), path, "variants", names, "variant names must differ")
     perts_raw = raw.get("perturbations", [])
     _need(isinstance(perts_raw, list), path, "perturbations", perts_raw,
           "must be a list of [[perturbations]] tables")
@@ -499,14 +504,15 @@ def _validate_perturbation(p: PerturbationSpec, raw: dict, where: str, path: str
     extra = set(raw) - PERTURBATION_KEYS[p.kind] - {"kind"}
     _need(not extra, path, f"{where}.{sorted(extra)[0] if extra else ''}", 
           raw.get(sorted(extra)[0]) if extra else None,
-          f"not a key of a {p.kind} perturbation; its keys: "
+          f"not a key of the {p.kind} perturbation; its keys: "
           f"{', '.join(sorted(PERTURBATION_KEYS[p.kind]))}")
     missing = {"imbalance": ("switch", "toward", "ratio"), "background": ("src", "dst", "rate_gbps",
                "duration_ms"), "link_down": ("switch", "toward", "at_ms"),
                "straggler": ("host", "delay_us"), "loss": ("switch", "fraction"),
                "symphony_late_start": ("at_ms",)}[p.kind]
     for k in missing:
-        _need(k in raw, path, f"{where}.{k}", None, f"a {p.kind} perturbation needs {k}")
+        _need(k in raw, path, f"{where}.{k}", None, f"the {p.kind} perturbation needs {k}")
+        _need(raw[k] != "", path, f"{where}.{k}", raw[k], "must not be empty")
     hosts = topo.host_names
     if p.switch:
         _need(p.switch in switch_names(topo), path, f"{where}.switch", p.switch,

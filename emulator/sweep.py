@@ -30,7 +30,10 @@ def points(spec_path: str, params: list[str], base_overrides: list[str]):
         if "=" not in p:
             raise ValueError(f"--param {p!r}: expected key=v1,v2,...")
         key, values = p.split("=", 1)
-        grid.append([(key, v) for v in values.split(",") if v != ""])
+        vals = [(key, v) for v in values.split(",") if v != ""]
+        if not vals:
+            raise ValueError(f"--param {p!r}: no values after '='")
+        grid.append(vals)
     named = variants(spec) or [("", [])]
     out = []
     for vname, vsets in named:
