@@ -48,28 +48,8 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
     paths = []
 
     # Step overlap timeline and step completion rate (paper Fig 2a/2b, 4a).
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.2))
-    for r in shown:
-        ts, vs = metrics.overlap_timeline(flows[id(r)], job)
-        if len(ts):
-            a1.step((ts - t0[id(r)]) * 1e3, vs, where="post", label=_label(r),
-                    color=COLORS.get(r["scheme"]))
-        sc = metrics.step_completion(flows[id(r)], job, rate, lambda b: wire_bytes(b, mtu))
-        a2.plot(range(len(sc["steps"])), sc["normalized_rate"], ".-", label=_label(r),
-                color=COLORS.get(r["scheme"]))
-    a1.axhline(1, color="k", lw=0.8, ls=":")
-    a1.set_xlabel("time since the job's first packet (ms, emulated)")
-    a1.set_ylabel("degree of step overlap (1 = lockstep)")
-    a1.set_title(f"Step overlap, job {job}")
-    a1.legend(fontsize=8)
-    a2.axhline(1, color="k", lw=0.8, ls=":")
-    a2.set_xlabel("step (all passes)")
-    a2.set_ylabel("step completion rate / ideal")
-    a2.set_ylim(bottom=0)
-    a2.set_title("Normalized step completion rate")
-    a2.legend(fontsize=8)
-    fig.tight_layout()
-    paths.append(_save(fig, out_dir, "overlap_and_step_rate.png"))
+    paths.append(plot_overlap_and_rate([(_label(r), r, flows[id(r)]) for r in shown], job, rate,
+                                       mtu, os.path.join(out_dir, "overlap_and_step_rate.png")))
 
     # Gantt of one ring per scheme: each sender's flows, coloured by step.
     fig, axes = plt.subplots(len(shown), 1, figsize=(12, 2.2 + 1.4 * len(shown)), squeeze=False)
@@ -128,6 +108,49 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
         fig.tight_layout()
         paths.append(_save(fig, out_dir, "cdfs.png"))
     return paths
+
+
+def plot_overlap_and_rate(curves: list, job: int, rate: float, mtu: int, path: str) -> str:
+    """Overlap timeline and normalized step completion rate, one curve per (label, run,
+    flows); used per run set and across the points of a sweep."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for i, (label, r, flows) in enumerate(curves):
+        color = COLORS.get(label.split(" ")[0]) if len(curves) <= 3 else None
+        t0 = min((f["t_start"] for f in flows if f["job"] == job), default=0.0)
+        ts, vs = metrics.overlap_timeline(flows, job)
+        if len(ts):
+            a1.step((ts - t0) * 1e3, vs, where="post", label=label, color=color)
+        sc = metrics.step_completion(flows, job, rate, lambda b: wire_bytes(b, mtu))
+        a2.plot(range(len(sc["steps"])), sc["normalized_rate"], ".-", label=label, color=color)
+    a1.axhline(1, color="k", lw=0.8, ls=":", label="theoretical (lockstep)")
+    a1.set_xlabel("time since the job's first packet (ms, emulated)")
+    a1.set_ylabel("degree of step overlap (1 = lockstep)")
+    a1.set_title(f"Step overlap, job {job}")
+    a1.legend(fontsize=8)
+    a2.axhline(1, color="k", lw=0.8, ls=":", label="theoretical")
+    a2.set_xlabel("step (all passes)")
+    a2.set_ylabel("step completion rate / ideal")
+    a2.set_ylim(bottom=0)
+    a2.set_title("Normalized step completion rate")
+    a2.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_sweep(out_dir: str, points: list[tuple[str, dict, dict]]) -> str | None:
+    """One overlap / step-rate plot across a sweep's points (first run of each)."""
+    curves = []
+    for label, run, manifest in points:
+        if run["jobs"]:
+            curves.append((f"{label} ({run['scheme']})", run, _flows(run), manifest))
+    if not curves:
+        return None
+    man = curves[0][3]
+    return plot_overlap_and_rate([c[:3] for c in curves], curves[0][1]["jobs"][0]["job"],
+                                 man["link_rate_bps"], man["mtu_bytes"],
+                                 os.path.join(out_dir, "sweep_overlap_and_step_rate.png"))
 
 
 def _save(fig, out_dir: str, name: str) -> str:

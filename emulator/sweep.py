@@ -46,6 +46,7 @@ def points(spec_path: str, params: list[str], base_overrides: list[str]):
 def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[str],
               schemes: list[str] | None, seeds: list[int] | None, progress=None) -> list[dict]:
     rows = []
+    firsts = []
     pts = points(spec_path, params, base_overrides)
     for label, overrides in pts:
         spec = load(spec_path, overrides)
@@ -61,6 +62,10 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
                 runner.run_one(spec, scheme, seed, rundir,
                                progress(f"{label} {scheme} seed {seed}") if progress else None)
         summary = report.summarize(pdir)
+        if summary["runs"]:
+            import json
+            with open(os.path.join(report.run_dirs(pdir)[0], "manifest.json")) as f:
+                firsts.append((label, summary["runs"][0], json.load(f)))
         for r in summary["runs"]:
             row = {"point": label, "scheme": r["scheme"], "seed": r["seed"],
                    "faithful": r["fidelity"]["faithful"]}
@@ -75,6 +80,10 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
                 row["flow_overlap_s"] = r["overlap_s"]
             rows.append(row)
     write_table(out, rows)
+    from emulator import plots
+    path = plots.plot_sweep(out, firsts)
+    if path:
+        print(f"plot:  {path}")
     return rows
 
 
@@ -90,7 +99,7 @@ def write_table(out: str, rows: list[dict]) -> None:
     agg = defaultdict(lambda: defaultdict(list))
     for r in rows:
         for k, v in r.items():
-            if isinstance(v, float):
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "seed":
                 agg[(r["point"], r["scheme"])][k].append(v)
     metrics = [k for k in keys if k not in ("point", "scheme", "seed", "faithful")]
     print(f"\n{'point':<34}{'scheme':<10}" + "".join(f"{k:>18}" for k in metrics))

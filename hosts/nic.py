@@ -375,6 +375,7 @@ class Nic:
             self.counters["nak_rx"] += 1
             if f is not None:
                 f.gbn.on_nak(bth.psn, now)
+                self._resume(f, now)
             return
         self.counters["ack_rx"] += 1
         if f is None:
@@ -395,7 +396,14 @@ class Nic:
 
     def _check_timers(self, now: float) -> None:
         for f in self._rr:
-            f.gbn.check_timeout(now)
+            if f.gbn.check_timeout(now):
+                self._resume(f, now)
+
+    @staticmethod
+    def _resume(f: SendFlow, now: float) -> None:
+        """A go-back resumes sending now: the idle time before it is not pacing lateness."""
+        if f.t_next_s < now:
+            f.t_next_s = now
 
     # --- telemetry -------------------------------------------------------------------
     def _log_send(self, f: SendFlow) -> None:
