@@ -197,12 +197,7 @@ def print_tables(summary: dict, dilation: float) -> None:
     """nccl-tests-style lines per collective, then a scheme comparison."""
     if any(r.get("messages") for r in summary["runs"]):
         print_messages(summary)
-        for r in summary["runs"]:
-            f = r["fidelity"]
-            if f["errors"]:
-                print(f"\n!!! {r['scheme']} seed {r['seed']}: " + "; ".join(f["errors"]))
-            if f["reasons"]:
-                print(f"\nUNFAITHFUL {r['scheme']} seed {r['seed']}: " + "; ".join(f["reasons"]))
+        print_verdicts(summary)
         return
     print("#  scheme   seed job pass       size  count   type redop    time(ms)  theo(ms) "
           " ratio   algbw(GB/s) busbw(GB/s) #wrong")
@@ -233,6 +228,11 @@ def print_tables(summary: dict, dilation: float) -> None:
             and comp["symphony"]["cct_s"]:
         d = comp["symphony"]["cct_s"] / comp["baseline"]["cct_s"] - 1
         print(f"\nSymphony vs baseline, median CCT: {d:+.1%}")
+    print_verdicts(summary)
+
+
+def print_verdicts(summary: dict) -> None:
+    """Wrong results (errors) and unfaithful runs, loudly, one line per run."""
     for r in summary["runs"]:
         f = r["fidelity"]
         if f["errors"]:
