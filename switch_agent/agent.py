@@ -216,9 +216,6 @@ class Agent:
         next_sample = monotonic() + interval
         next_flush = monotonic() + 0.5
 
-        def handler(payload, outdev):
-            return handle(payload, outdev, monotonic())
-
         try:
             while self.running:
                 timeout_ms = max(0, int((next_sample - monotonic()) * 1000) + 1)
@@ -228,7 +225,7 @@ class Agent:
                     continue
                 for fd, _ in events:
                     if fd == nfq_fd:
-                        process(handler)
+                        process(handle, clock=monotonic)
                     else:
                         self._serve_control()
                 now = monotonic()

@@ -136,9 +136,10 @@ class NfQueue:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def process(self, handler: Handler, max_packets: int = 256) -> int:
-        """Receive up to ``max_packets`` queued packets, call ``handler`` on each in order,
-        then send all their verdicts in one datagram. Returns the number handled."""
+    def process(self, handler: Handler, max_packets: int = 256, clock=None) -> int:
+        """Receive up to ``max_packets`` queued packets, call ``handler`` on each in order
+        (``handler(payload, outdev, clock())`` when a ``clock`` is given), then send all
+        their verdicts in one datagram. Returns the number handled."""
         verdicts = []
         pending = 0                     # bytes of verdicts not yet sent
         recv_into = self.sock.recv_into
@@ -194,7 +195,12 @@ class NfQueue:
                 if pid is None:
                     continue
                 handled += 1
-                new = handler(payload, outdev) if payload is not None else None
+                if payload is None:
+                    new = None
+                elif clock is None:
+                    new = handler(payload, outdev)
+                else:
+                    new = handler(payload, outdev, clock())
                 if new is None:
                     verdicts.append(self._accept_prefix + pid)
                     pending += 32

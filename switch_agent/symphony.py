@@ -35,11 +35,6 @@ from typing import Callable, NamedTuple
 STEP_MASK = 0xFFFF
 
 
-def _diff(a: int, b: int) -> int:
-    """Signed 16-bit serial distance a - b (same rule as ``hosts.wire.step_diff``)."""
-    return ((a - b + 0x8000) & STEP_MASK) - 0x8000
-
-
 class WindowRecord(NamedTuple):
     """A closed window of one job, as handed to the ``on_window`` callback."""
     job: int
@@ -129,24 +124,29 @@ class SymphonyTracker:
                 st.window = window
 
         # Step 2: traffic statistics, against step_min before this packet's update.
+        # d = step - step_min in 16-bit serial arithmetic (hosts.wire.step_diff, inlined:
+        # this runs for every packet).
         st.cnt_total += 1
-        if _diff(step, st.step_min) > 0:
+        d = ((step - st.step_min + 0x8000) & STEP_MASK) - 0x8000
+        if d > 0:
             st.cnt_op += 1
 
         # Step 3: progress tracking (Algorithm 1, lines 3-10).
         if last:
             st.step_min = (step + 1) & STEP_MASK
             st.psn_rec = 0
-        else:
-            d = _diff(step, st.step_min)
-            if d < 0:
-                st.step_min = step & STEP_MASK
+            return 0.0                    # step < step_min now: never marked (line 11)
+        if d < 0:
+            st.step_min = step & STEP_MASK
+            st.psn_rec = psn
+            return 0.0                    # step == step_min now
+        if d == 0:
+            if psn > st.psn_rec:
                 st.psn_rec = psn
-            elif d == 0 and psn > st.psn_rec:
-                st.psn_rec = psn
+            return 0.0
 
-        # Step 4: selective throttling (lines 11-17).
-        if _diff(step, st.step_min) <= 0 or st.psn_rec <= self.n_warmup:
+        # Step 4: selective throttling (lines 11-17); here step > step_min.
+        if st.psn_rec <= self.n_warmup:
             return 0.0
         p = self.k * st.alpha * psn / st.psn_rec
         return p if p < 1.0 else 1.0
