@@ -7,7 +7,6 @@ SpecError must name the file, the key, the bad value and what is allowed.
 """
 
 import copy
-import json
 import os
 
 import pytest
@@ -19,6 +18,7 @@ except ModuleNotFoundError:          # Python 3.10
 
 from emulator import jobs as jobs_mod
 from emulator.spec import SpecError, apply_override, load, validate
+from tests.toml_util import to_toml
 
 MAIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE1 = os.path.join(MAIN, "runs", "table1.toml")
@@ -32,34 +32,6 @@ BASE = {
 
 
 # --- writing specs ---------------------------------------------------------------------
-
-def _value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    raise TypeError(v)
-
-
-def to_toml(raw: dict) -> str:
-    """Enough of a TOML writer for these specs: scalars, [tables], [[arrays of tables]]."""
-    head, tables, arrays = [], [], []
-    for k, v in raw.items():
-        if isinstance(v, dict):
-            tables.append(f"[{k}]")
-            tables += [f"{kk} = {_value(vv)}" for kk, vv in v.items()]
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            for item in v:
-                arrays.append(f"[[{k}]]")
-                arrays += [f"{kk} = {_value(vv)}" for kk, vv in item.items()]
-        else:
-            head.append(f"{k} = {_value(v)}")
-    return "\n".join(head + tables + arrays) + "\n"
-
 
 def set_key(raw: dict, dotted: str, value) -> dict:
     node = raw

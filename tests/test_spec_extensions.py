@@ -9,7 +9,6 @@ name the file, the key, the bad value and what is allowed.
 
 import copy
 import glob
-import json
 import os
 
 import pytest
@@ -22,6 +21,7 @@ except ModuleNotFoundError:          # Python 3.10
 from emulator import runner, sweep
 from emulator.spec import (PERTURBATION_KEYS, PERTURBATIONS, MessageSpec, PerturbationSpec,
                            SpecError, load, neighbors, switch_names, variants)
+from tests.toml_util import to_toml
 from topologies import fabric
 
 MAIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -79,36 +79,6 @@ REQUIRED = {"imbalance": ("switch", "toward", "ratio"),
 
 
 # --- writing specs ---------------------------------------------------------------------
-
-def _value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {_value(x)}" for k, x in v.items()) + "}"
-    raise TypeError(v)
-
-
-def to_toml(raw: dict) -> str:
-    """Scalars, [tables] and [[arrays of tables]] (lists of dicts), enough for specs."""
-    head, tables, arrays = [], [], []
-    for k, v in raw.items():
-        if isinstance(v, dict):
-            tables.append(f"[{k}]")
-            tables += [f"{kk} = {_value(vv)}" for kk, vv in v.items()]
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            for item in v:
-                arrays.append(f"[[{k}]]")
-                arrays += [f"{kk} = {_value(vv)}" for kk, vv in item.items()]
-        else:
-            head.append(f"{k} = {_value(v)}")
-    return "\n".join(head + tables + arrays) + "\n"
-
 
 def write(tmp_path, raw: dict, name: str = "spec.toml") -> str:
     p = tmp_path / name
