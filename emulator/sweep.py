@@ -108,6 +108,6 @@ def write_table(out: str, rows: list[dict]) -> None:
         print(f"{point:<34}{scheme:<10}{vals}")
     unfaithful = [r for r in rows if not r["faithful"]]
     if unfaithful:
-        print(f"\nUNFAITHFUL runs: " + ", ".join(f"{r['point']} {r['scheme']} seed {r['seed']}"
+        print("\nUNFAITHFUL runs: " + ", ".join(f"{r['point']} {r['scheme']} seed {r['seed']}"
                                                   for r in unfaithful))
     print(f"\ntable: {os.path.join(out, 'sweep.csv')}")
