@@ -149,19 +149,7 @@ class Perturbations:
 
     def close(self) -> None:
         for p in self.procs:
-            stop_process(p, 5)
-
-
-def stop_process(p: subprocess.Popen, timeout_s: float) -> int:
-    """SIGTERM a process we started, SIGKILL it if it does not go, reap it."""
-    if p.poll() is None:
-        p.terminate()
-    try:
-        p.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-    return p.returncode
+            fabric.stop_process(p, 5)
 
 
 def rank_configs(spec: Spec, lays: list[joblib.JobLayout], seed: int, ips: dict[str, str],
@@ -371,7 +359,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
                     progress(sum(done.values()), total, time.monotonic() - t_begin)
         finally:
             for h, p in procs.items():
-                meas["host_exit"][h] = stop_process(p, 10)
+                meas["host_exit"][h] = fabric.stop_process(p, 10)
                 p.stdout.close()
                 p.stdin.close()
             sel.close()

@@ -18,7 +18,7 @@ except ModuleNotFoundError:          # Python 3.10
 
 from emulator import jobs as jobs_mod
 from emulator.spec import SpecError, apply_override, load, validate
-from tests.toml_util import to_toml
+from tests.toml_util import assert_spec_error, to_toml
 
 MAIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE1 = os.path.join(MAIN, "runs", "table1.toml")
@@ -69,16 +69,6 @@ def spec_with(tmp_path, *changes, remove=()):
 def two_jobs(job0: dict, job1: dict) -> list:
     base = {"algorithm": "ring_allreduce", "rings": "rail", "chunk_bytes": 4096}
     return [dict(base, **job0), dict(base, **job1)]
-
-
-def assert_spec_error(path: str, *substrings, overrides=()):
-    with pytest.raises(SpecError) as e:
-        load(path, list(overrides))
-    msg = str(e.value)
-    assert path in msg, f"message does not name the file: {msg}"
-    for s in substrings:
-        assert s in msg, f"{s!r} not in message: {msg}"
-    return msg
 
 
 # --- the minimal spec and the example spec are valid ---------------------------------

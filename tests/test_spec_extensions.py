@@ -21,7 +21,7 @@ except ModuleNotFoundError:          # Python 3.10
 from emulator import runner, sweep
 from emulator.spec import (PERTURBATION_KEYS, PERTURBATIONS, MessageSpec, PerturbationSpec,
                            SpecError, load, neighbors, switch_names, variants)
-from tests.toml_util import to_toml
+from tests.toml_util import assert_spec_error, to_toml
 from topologies import fabric
 
 MAIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -100,16 +100,6 @@ def msg_spec(tmp_path, messages=None, **top) -> str:
         raw["messages"] = copy.deepcopy(messages)
     raw.update(copy.deepcopy(top))
     return write(tmp_path, raw)
-
-
-def assert_spec_error(path: str, *substrings, overrides=()) -> str:
-    with pytest.raises(SpecError) as e:
-        load(path, list(overrides))
-    msg = str(e.value)
-    assert path in msg, f"message does not name the file: {msg}"
-    for s in substrings:
-        assert s in msg, f"{s!r} not in message: {msg}"
-    return msg
 
 
 def with_(d: dict, **changes) -> dict:

@@ -1,7 +1,12 @@
-"""A small TOML writer for building spec files in tests (scalars, inline tables,
-[tables] and [[arrays of tables]]: enough for experiment specs)."""
+"""Helpers for spec tests: a small TOML writer (scalars, inline tables, [tables] and
+[[arrays of tables]]: enough for experiment specs) and the check that a bad spec is
+rejected with a message naming its problem."""
 
 import json
+
+import pytest
+
+from emulator.spec import SpecError, load
 
 
 def toml_value(v) -> str:
@@ -32,3 +37,14 @@ def to_toml(raw: dict) -> str:
         else:
             head.append(f"{k} = {toml_value(v)}")
     return "\n".join(head + tables + arrays) + "\n"
+
+
+def assert_spec_error(path: str, *substrings, overrides=()) -> str:
+    """``load(path)`` must raise a SpecError naming the file and every substring."""
+    with pytest.raises(SpecError) as e:
+        load(path, list(overrides))
+    msg = str(e.value)
+    assert path in msg, f"message does not name the file: {msg}"
+    for s in substrings:
+        assert s in msg, f"{s!r} not in message: {msg}"
+    return msg

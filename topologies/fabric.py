@@ -204,6 +204,18 @@ def _run(node, cmds: list[str]) -> None:
                                f"{out.rsplit('__rc=', 1)[0].strip()}")
 
 
+def stop_process(proc: subprocess.Popen, timeout_s: float) -> int:
+    """SIGTERM a process we started, SIGKILL it if it does not go in time, reap it."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return proc.returncode
+
+
 # --- nodes ----------------------------------------------------------------------------
 
 class FabricHost(Host):
@@ -321,16 +333,7 @@ class FabricSwitch(Switch):
     def stop_agent(self, timeout_s: float = 5.0) -> int | None:
         """SIGTERM the agent (it writes its final counters) and reap it; SIGKILL if stuck."""
         proc, self.agent_proc = self.agent_proc, None
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        return proc.returncode
+        return None if proc is None else stop_process(proc, timeout_s)
 
     def stop(self, deleteIntfs=True):
         self.stop_agent()
