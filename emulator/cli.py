@@ -155,7 +155,7 @@ def _cmd_sweep(args) -> int:
         print(f"symphony-emu sweep: --scheme: allowed: {', '.join(SCHEMES)}", file=sys.stderr)
         return 2
     try:
-        sweep.points(args.spec, args.param or [], args.set or [])
+        sweep.points(args.spec, args.param or [], args.set or [], args.variant)
     except (SpecError, ValueError) as e:
         print(f"symphony-emu sweep: {e}", file=sys.stderr)
         return 2
@@ -165,7 +165,7 @@ def _cmd_sweep(args) -> int:
     print(f"symphony-emu sweep: -> {out} (run again with --out {out} to resume)")
     seeds = list(range(1, args.seeds + 1)) if args.seeds else None
     rows = sweep.run_sweep(args.spec, out, args.param or [], args.set or [], args.scheme,
-                           seeds, _progress_printer)
+                           seeds, _progress_printer, args.variant)
     return 1 if any(not r["faithful"] for r in rows) else 0
 
 
@@ -207,6 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--out", help="output folder; an existing one is resumed")
     sw.add_argument("--seeds", type=_positive_int, help="seeds 1..N instead of the spec's")
     sw.add_argument("--scheme", action="append", help="only these schemes (repeatable)")
+    sw.add_argument("--variant", action="append",
+                    help="only these of the spec's [[variants]] (repeatable)")
     sw.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a spec value for every point (repeatable)")
     sw.set_defaults(func=_cmd_sweep, needs_root=True)

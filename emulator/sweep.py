@@ -22,8 +22,9 @@ from emulator import report, runner
 from emulator.spec import load, variants
 
 
-def points(spec_path: str, params: list[str], base_overrides: list[str]):
-    """[(point name, overrides)] of a sweep."""
+def points(spec_path: str, params: list[str], base_overrides: list[str],
+           only: list[str] | None = None):
+    """[(point name, overrides)] of a sweep; ``only`` keeps just these [[variants]]."""
     spec = load(spec_path, base_overrides)
     grid = []
     for p in params:
@@ -35,6 +36,13 @@ def points(spec_path: str, params: list[str], base_overrides: list[str]):
             raise ValueError(f"--param {p!r}: no values after '='")
         grid.append(vals)
     named = variants(spec) or [("", [])]
+    if only:
+        names = [n for n, _ in named]
+        unknown = [v for v in only if v not in names]
+        if unknown:
+            raise ValueError(f"--variant {', '.join(unknown)}: {spec_path} has "
+                             + (f"variants {', '.join(names)}" if names[0] else "no [[variants]]"))
+        named = [(n, v) for n, v in named if n in only]
     out = []
     for vname, vsets in named:
         for combo in itertools.product(*grid) if grid else [()]:
@@ -44,10 +52,11 @@ def points(spec_path: str, params: list[str], base_overrides: list[str]):
 
 
 def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[str],
-              schemes: list[str] | None, seeds: list[int] | None, progress=None) -> list[dict]:
+              schemes: list[str] | None, seeds: list[int] | None, progress=None,
+              only: list[str] | None = None) -> list[dict]:
     rows = []
     firsts = []
-    pts = points(spec_path, params, base_overrides)
+    pts = points(spec_path, params, base_overrides, only)
     for label, overrides in pts:
         spec = load(spec_path, overrides)
         pdir = os.path.join(out, label.replace("/", "_"))

@@ -935,3 +935,18 @@ def test_port_toward_matches_the_port_numbers_of_the_mininet_topology(leaves, sp
             leaf_port, spine_port = topo.port(leaf, spine)
             assert fabric.port_toward(leaf, spine, hpl) == f"{leaf}-eth{leaf_port}"
             assert fabric.port_toward(spine, leaf, hpl) == f"{spine}-eth{spine_port}"
+
+
+def test_points_only_keeps_the_named_variants_in_spec_order():
+    pts = sweep.points(FIG8B, [], [], only=["k-1.0", "k-0.001"])
+    assert [label for label, _ in pts] == ["k-0.001", "k-1.0"]
+
+
+def test_points_only_an_unknown_variant_is_a_value_error_naming_the_known_ones():
+    with pytest.raises(ValueError, match=r"--variant k-7: .*fig8b\.toml has variants k-0\.0001, "):
+        sweep.points(FIG8B, [], [], only=["k-7"])
+
+
+def test_points_only_on_a_spec_without_variants_is_a_value_error():
+    with pytest.raises(ValueError, match="has no \\[\\[variants\\]\\]"):
+        sweep.points(TABLE1, [], [], only=["x"])
