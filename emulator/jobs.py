@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from emulator import workloads
 from emulator.spec import JobSpec, TopologySpec
 from hosts import wire
 from hosts.collectives import build_schedule_for, bus_factor
@@ -24,6 +25,9 @@ class JobLayout:
     compute_gap_s: float
     start_s: float
     ring_size: int         # N of nccl-tests' bus factor
+    # A training workload's collectives, (nbytes, ready_s, begins_iteration) each (see
+    # emulator.workloads.program); None: ``passes`` collectives of ``nbytes``.
+    program: tuple | None = None
 
     @property
     def bus_factor(self) -> float:
@@ -56,11 +60,25 @@ def layout(job: JobSpec, topo: TopologySpec, time_s) -> JobLayout:
         rings = (tuple(range(n)),)
         x = ring_size = n
     nbytes = job.chunk_bytes * x if job.chunk_bytes is not None else job.size_bytes
+    program = None
+    passes = job.passes
+    if job.workload is not None:
+        coll = workloads.program(job.workload, job.iterations, job.gradient_scale,
+                                 int(job.bucket_mb * 2**20), job.compute_speedup, time_s,
+                                 align_bytes=x * 4)
+        program = tuple((c.nbytes, c.ready_s, c.begins_iteration) for c in coll)
+        passes = len(program)
+        nbytes = max(c.nbytes for c in coll)
     steps = len(build_schedule_for(job.algorithm, rings[0] if grid is None else grid, 0,
                                    nbytes).steps)
     return JobLayout(job.id, job.algorithm, tuple(hosts), rings, grid, nbytes, steps,
-                     job.passes, time_s(job.compute_gap_us * 1e-6), time_s(job.start_ms * 1e-3),
-                     ring_size)
+                     passes, time_s(job.compute_gap_us * 1e-6), time_s(job.start_ms * 1e-3),
+                     ring_size, program)
+
+
+def collective_bytes(lay: JobLayout, index: int) -> int:
+    """Bytes per rank of the ``index``-th collective of a job."""
+    return lay.program[index][0] if lay.program else lay.nbytes
 
 
 def wire_bytes(payload_bytes: int, mtu_bytes: int) -> int:
@@ -70,13 +88,14 @@ def wire_bytes(payload_bytes: int, mtu_bytes: int) -> int:
 
 
 def theoretical_cct_s(lay: JobLayout, rate_bps: float, mtu_bytes: int,
-                      step_latency_s: float = 0.0) -> float:
+                      step_latency_s: float = 0.0, nbytes: int | None = None) -> float:
     """Perfect lockstep: every step's flow runs at the full link rate (framing included)
     and the next step starts the moment it has fully arrived, plus ``step_latency_s`` per
     step. The emulated links add no per-hop serialization delay (a shaped veth hands a
     dequeued frame over at once; at real scale 3 hops x 3.3 µs is 0.1 % of an 8 MB
-    chunk's time), so the default latency is 0 and measured / theoretical >= 1."""
+    chunk's time), so the default latency is 0 and measured / theoretical >= 1.
+    ``nbytes``: of one collective of a program (default: the job's)."""
     sch = build_schedule_for(lay.algorithm, lay.rings[0] if lay.grid is None else lay.grid, 0,
-                             lay.nbytes)
+                             lay.nbytes if nbytes is None else nbytes)
     return sum(wire_bytes(st.send_range[1], mtu_bytes) * 8 / rate_bps + step_latency_s
                for st in sch.steps)

@@ -53,6 +53,15 @@ quantities are the same at both scales. A complete spec with every key::
     passes = 4                       # back-to-back collectives
     compute_gap_us = 0.0             # between passes
     start_ms = 0.0
+    # Instead of chunk_bytes/size_bytes and passes: data-parallel training (emulator.workloads;
+    # ring_allreduce only). Each iteration: forward, then backward with gradient buckets
+    # all-reduced one at a time as soon as their gradients exist.
+    workload = "vgg16"               # vgg16 | resnet50 | transformer
+    iterations = 2
+    gradient_scale = 0.00390625      # share of the real gradient bytes sent (1/256);
+                                     # compute times scale with it (ratio kept)
+    bucket_mb = 25.0                 # DDP bucket size, real scale (MiB)
+    compute_speedup = 1.0            # divides compute times (Fig 6: 1..64)
 
     [[perturbations]]                # optional, any number; see PerturbationSpec
     kind = "imbalance"
@@ -80,6 +89,7 @@ try:
 except ModuleNotFoundError:          # Python 3.10
     import tomli as tomllib
 
+from emulator.workloads import WORKLOAD_NAMES
 from hosts.collectives import ALGORITHMS
 
 SCHEMES = ("baseline", "symphony", "pq")
@@ -163,6 +173,11 @@ class JobSpec:
     passes: int = 1
     compute_gap_us: float = 0.0
     start_ms: float = 0.0
+    workload: str | None = None
+    iterations: int = 1
+    gradient_scale: float = 1 / 256
+    bucket_mb: float = 25.0
+    compute_speedup: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -590,8 +605,10 @@ def _validate_job(job: JobSpec, where: str, path: str, topo: TopologySpec,
         _need(len(sizes) == 1 and sizes.pop() >= 2, path, f"{where}.rings", job.rings,
               "rail rings need the same number (>= 2) of the job's hosts on every rail "
               "(host r of each leaf); use rings = \"single\" otherwise")
+    if job.workload is not None:
+        return _validate_workload(job, where, path)
     _need((job.chunk_bytes is None) != (job.size_bytes is None), path, f"{where}.chunk_bytes",
-          job.chunk_bytes, "give exactly one of chunk_bytes and size_bytes")
+          job.chunk_bytes, "give exactly one of chunk_bytes and size_bytes (or a workload)")
     size = job.chunk_bytes if job.chunk_bytes is not None else job.size_bytes
     key = "chunk_bytes" if job.chunk_bytes is not None else "size_bytes"
     _need(isinstance(size, int) and not isinstance(size, bool) and size >= 4 and size % 4 == 0,
@@ -601,5 +618,27 @@ def _validate_job(job: JobSpec, where: str, path: str, topo: TopologySpec,
           job.passes, "must be in 1..10000")
     _need(job.compute_gap_us >= 0, path, f"{where}.compute_gap_us", job.compute_gap_us,
           "must be >= 0")
+    _need(job.start_ms >= 0, path, f"{where}.start_ms", job.start_ms, "must be >= 0")
+    return job
+
+
+def _validate_workload(job: JobSpec, where: str, path: str) -> JobSpec:
+    _need(job.workload in WORKLOAD_NAMES, path, f"{where}.workload", job.workload,
+          f"allowed: {', '.join(WORKLOAD_NAMES)}")
+    _need(job.algorithm == "ring_allreduce", path, f"{where}.algorithm", job.algorithm,
+          "a training workload all-reduces its gradients: ring_allreduce only")
+    for key in ("chunk_bytes", "size_bytes"):
+        _need(getattr(job, key) is None, path, f"{where}.{key}", getattr(job, key),
+              "not with a workload (its bucket sizes come from the model)")
+    _need(job.passes == 1 and job.compute_gap_us == 0, path, f"{where}.passes", job.passes,
+          "not with a workload: give iterations (compute time comes from the model)")
+    _need(isinstance(job.iterations, int) and not isinstance(job.iterations, bool)
+          and 1 <= job.iterations <= 1000, path, f"{where}.iterations", job.iterations,
+          "must be in 1..1000")
+    _need(0 < job.gradient_scale <= 1, path, f"{where}.gradient_scale", job.gradient_scale,
+          "must be in (0, 1]")
+    _need(job.bucket_mb > 0, path, f"{where}.bucket_mb", job.bucket_mb, "must be > 0")
+    _need(job.compute_speedup > 0, path, f"{where}.compute_speedup", job.compute_speedup,
+          "must be > 0")
     _need(job.start_ms >= 0, path, f"{where}.start_ms", job.start_ms, "must be >= 0")
     return job
