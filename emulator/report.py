@@ -27,7 +27,7 @@ from collections import defaultdict
 import numpy as np
 
 from emulator import metrics
-from emulator.jobs import JobLayout, theoretical_cct_s, wire_bytes
+from emulator.jobs import JobLayout, collective_bytes, theoretical_cct_s, wire_bytes
 
 CPU_BUSY_MAX = 0.90
 PACING_LATE_MAX_FRAMES = 0.25
@@ -61,28 +61,34 @@ def analyze_run(rundir: str) -> dict:
     ratios = []
     wrong = []
     for lay in lays:
-        theo = theoretical_cct_s(lay, rate, mtu)
         cs = []
         for p in range(lay.passes):
+            nbytes = collective_bytes(lay, p)
+            theo = theoretical_cct_s(lay, rate, mtu, nbytes=nbytes)
             c = colls.get((lay.job, p))
             if c is None:
-                cs.append({"pass": p, "cct_s": None, "theoretical_cct_s": theo, "cct_ratio": None,
+                cs.append({"pass": p, "nbytes": nbytes, "cct_s": None,
+                           "theoretical_cct_s": theo, "cct_ratio": None,
                            "verified": False, "algbw_bps": None, "busbw_bps": None})
                 wrong.append(f"job {lay.job} pass {p}: never completed")
                 continue
-            alg, bus = metrics.bandwidths(lay.nbytes, c["cct_s"], lay.bus_factor)
+            alg, bus = metrics.bandwidths(nbytes, c["cct_s"], lay.bus_factor)
             ratio = c["cct_s"] / theo
             ratios.append(ratio)
             if not c["verified"] or c["ranks"] != len(lay.hosts):
                 wrong.append(f"job {lay.job} pass {p}: "
                              f"{'WRONG RESULT' if not c['verified'] else 'ranks missing'}")
-            cs.append({"pass": p, "start_s": c["start_s"], "cct_s": c["cct_s"],
+            cs.append({"pass": p, "nbytes": nbytes, "start_s": c["start_s"], "cct_s": c["cct_s"],
                        "theoretical_cct_s": theo, "cct_ratio": ratio,
                        "verified": c["verified"] and c["ranks"] == len(lay.hosts),
                        "algbw_bps": alg * 8, "busbw_bps": bus * 8})
         done = [c for c in cs if c["cct_s"] is not None]
-        jct = (max(c["start_s"] + c["cct_s"] for c in done) - min(c["start_s"] for c in done)
-               if done else None)
+        # JCT: from the job's start (t = 0 + start_s; a training job computes before its
+        # first all-reduce) to the end of its last collective.
+        job_start = (meas["t_start"] + lay.start_s if "t_start" in meas
+                     else min((c["start_s"] for c in done), default=None))
+        jct = (max(c["start_s"] + c["cct_s"] for c in done) - job_start
+               if done and len(done) == len(cs) else None)
         jobs_out.append({"job": lay.job, "algorithm": lay.algorithm, "ranks": len(lay.hosts),
                          "nbytes": lay.nbytes, "collectives": cs, "jct_s": jct,
                          "max_step_overlap": metrics.max_overlap(flows, lay.job),
@@ -159,7 +165,7 @@ def summarize(out_dir: str, plots: bool = True) -> dict:
         man = json.load(f)
     summary = {"name": man["name"], "spec": man["spec"], "scale": man["scale"],
                "link_rate_bps": man["link_rate_bps"], "runs": runs,
-               "comparison": compare(runs)}
+               "comparison": compare(runs), "per_job": compare_jobs(runs)}
     if plots and any(r["jobs"] for r in runs):
         from emulator import plots as plotting
         summary["plots"] = plotting.plot_all(out_dir, runs, man)
@@ -179,6 +185,46 @@ def compare(runs: list[dict]) -> dict:
             by[r["scheme"]]["max_step_overlap"].append(j["max_step_overlap"])
     return {s: {k: (float(np.median(v)) if v else None) for k, v in d.items()}
             for s, d in by.items()}
+
+
+def compare_jobs(runs: list[dict]) -> dict:
+    """Per job id (as a string) and scheme: median JCT and last-step span over seeds, and
+    each scheme's JCT normalized by the baseline's of the same seed (median over seeds;
+    the paper's Fig 6 and 7c)."""
+    by = defaultdict(lambda: defaultdict(dict))       # job -> scheme -> seed -> job record
+    for r in runs:
+        for j in r["jobs"]:
+            by[j["job"]][r["scheme"]][r["seed"]] = j
+    out = {}
+    for job, schemes in sorted(by.items()):
+        base = schemes.get("baseline", {})
+        out[str(job)] = {}
+        for scheme, seeds in schemes.items():
+            jcts = [j["jct_s"] for j in seeds.values() if j["jct_s"] is not None]
+            spans = [j["last_step_span_s"] for j in seeds.values()]
+            norm = [j["jct_s"] / base[s]["jct_s"] for s, j in seeds.items()
+                    if s in base and j["jct_s"] and base[s]["jct_s"]]
+            out[str(job)][scheme] = {
+                "ranks": next(iter(seeds.values()))["ranks"],
+                "jct_s": float(np.median(jcts)) if jcts else None,
+                "last_step_span_s": float(np.median(spans)) if spans else None,
+                "normalized_jct": float(np.median(norm)) if norm else None}
+    return out
+
+
+def print_jobs(summary: dict) -> None:
+    """With more than one job: JCT and last-step span per job and scheme."""
+    per_job = summary.get("per_job", {})
+    if len(per_job) < 2:
+        return
+    print(f"\n{'job':>4}{'ranks':>6}  {'scheme':<10}{'median JCT (ms)':>17}"
+          f"{'vs baseline':>13}{'last-step span (ms)':>21}")
+    for job, schemes in per_job.items():
+        for scheme, d in schemes.items():
+            jct = f"{d['jct_s'] * 1e3:.1f}" if d["jct_s"] else "-"
+            norm = f"{d['normalized_jct']:.3f}" if d["normalized_jct"] else "-"
+            print(f"{job:>4}{d['ranks']:>6}  {scheme:<10}{jct:>17}{norm:>13}"
+                  f"{d['last_step_span_s'] * 1e3:>21.1f}")
 
 
 def print_messages(summary: dict) -> None:
@@ -213,7 +259,7 @@ def print_tables(summary: dict, dilation: float) -> None:
                 alg = c["algbw_bps"] / 8 * dilation / 1e9
                 bus = c["busbw_bps"] / 8 * dilation / 1e9
                 print(f"  {r['scheme']:>9} {r['seed']:>4} {j['job']:>3} {c['pass']:>4} "
-                      f"{j['nbytes']:>10} {j['nbytes'] // 4:>6}  float   sum "
+                      f"{c['nbytes']:>10} {c['nbytes'] // 4:>6}  float   sum "
                       f"{c['cct_s'] * 1e3:>10.1f} {c['theoretical_cct_s'] * 1e3:>9.1f} "
                       f"{c['cct_ratio']:>6.2f} {alg:>13.3f} {bus:>11.3f} "
                       f"{0 if c['verified'] else 1:>6}")
@@ -228,6 +274,7 @@ def print_tables(summary: dict, dilation: float) -> None:
             and comp["symphony"]["cct_s"]:
         d = comp["symphony"]["cct_s"] / comp["baseline"]["cct_s"] - 1
         print(f"\nSymphony vs baseline, median CCT: {d:+.1%}")
+    print_jobs(summary)
     print_verdicts(summary)
 
 

@@ -178,6 +178,7 @@ def rank_configs(spec: Spec, lays: list[joblib.JobLayout], seed: int, ips: dict[
                 "channel": 0 if lay.grid else ring_idx, "rank_ips": rank_ips,
                 "nbytes": lay.nbytes, "passes": lay.passes, "compute_gap_s": lay.compute_gap_s,
                 "start_s": lay.start_s, "steps_per_collective": lay.steps, "seed": seed,
+                "program": [list(c) for c in lay.program] if lay.program else None,
                 "step_delay_s": delays.get(host, 0.0)})
     return cfgs
 
@@ -323,6 +324,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
                         p.stdin.write(f"{start_at}\n".encode())
                         p.stdin.flush()
                     started = True
+                    meas["t_start"] = start_at     # t = 0 of every job's start_s
                     cpu.start()                # the run itself, not the set-up
                     t_begin = time.monotonic()
                     deadline = start_at + timeout_s + 10   # the ranks time out first

@@ -16,7 +16,12 @@ Configuration (JSON, written by the experiment runner; times and rates emulated)
         "channel": 0,                    # channel of the first ring (+1 for the second)
         "rank_ips": {"0": "10.0.0.2", ...},
         "nbytes": 1048576, "passes": 4, "compute_gap_s": 0.0, "start_s": 0.0,
-        "steps_per_collective": 6, "seed": 1}]}
+        "steps_per_collective": 6, "seed": 1,
+        "program": null}]}               # or [[nbytes, ready_s, begins_iteration], ...]:
+                                         # one entry per collective (a training
+                                         # workload); collective i starts once i-1 is done
+                                         # and ready_s after its iteration began (the end
+                                         # of the collective before the iteration's first)
 
 Buffers hold float32 values that are small integers, so every sum is exact and each rank
 checks its result against the sum it computes (once, before the start) from the other
@@ -196,17 +201,37 @@ class Collective:
 
 
 class RankProgram:
-    """All passes of one job on this host, with compute gaps between them."""
+    """All collectives of one job on this host: ``passes`` of one size with compute gaps
+    between them, or a training workload's program (sizes and ready times per collective)."""
 
     def __init__(self, nic, spec, t0, telemetry, progress):
-        self.nic, self.spec, self.t0, self.tele, self.progress = nic, spec, t0, telemetry, progress
-        self.schedule = build_schedule(spec)
-        self.expected = Expected(spec, self.schedule)
-        self.passes = spec["passes"]
+        self.nic, self.spec, self.tele, self.progress = nic, spec, telemetry, progress
+        self.program = spec.get("program") or None
+        sizes = {c[0] for c in self.program} if self.program else {spec["nbytes"]}
+        self.per_size = {}               # nbytes -> (spec, schedule, expected)
+        for n in sorted(sizes):
+            s = dict(spec, nbytes=n)
+            sch = build_schedule(s)
+            self.per_size[n] = (s, sch, Expected(s, sch))
+        self.passes = len(self.program) if self.program else spec["passes"]
         self.current: Collective | None = None
         self.finished: list[Collective] = []
-        self.next_start = t0 + spec.get("start_s", 0.0)
         self.early: list = []            # messages for passes not started yet
+        self.set_start(t0)
+
+    def set_start(self, t0: float) -> None:
+        self.t0 = t0
+        self.iteration_start = t0 + self.spec.get("start_s", 0.0)
+        self.next_start = self.iteration_start + (self.program[0][1] if self.program else 0.0)
+
+    def _after(self, now: float) -> float:
+        """When the next collective may start, the previous one having ended at ``now``."""
+        if not self.program:
+            return now + self.spec.get("compute_gap_s", 0.0)
+        nbytes, ready_s, begins_iteration = self.program[len(self.finished)]
+        if begins_iteration:
+            self.iteration_start = now
+        return max(now, self.iteration_start + ready_s)
 
     def next_event(self) -> float | None:
         """When this program needs the loop to wake up next (a deferred send, a pass)."""
@@ -222,8 +247,11 @@ class RankProgram:
             if c is not None and c.deferred:
                 c.tick(now)
         if self.current is None and len(self.finished) < self.passes and now >= self.next_start:
-            self.current = Collective(self.nic, self.spec, self.schedule, len(self.finished),
-                                      self.tele, self.progress, self.expected)
+            index = len(self.finished)
+            nbytes = self.program[index][0] if self.program else self.spec["nbytes"]
+            spec, schedule, expected = self.per_size[nbytes]
+            self.current = Collective(self.nic, spec, schedule, index, self.tele,
+                                      self.progress, expected)
             self.current.start(now)
             early, self.early = self.early, []
             for flow, msg in early:
@@ -240,7 +268,8 @@ class RankProgram:
                 if c.done:
                     self.finished.append(c)
                     self.current = None
-                    self.next_start = now + self.spec.get("compute_gap_s", 0.0)
+                    if len(self.finished) < self.passes:
+                        self.next_start = self._after(now)
                     self.tick(now)
                 return True
         self.early.append((flow, message))   # a later pass's data, from a faster peer
@@ -255,7 +284,8 @@ def run(cfg: dict) -> dict:
     tele = Telemetry(cfg.get("telemetry_path"))
     programs: list[RankProgram] = []
     counts = {"applied": 0}
-    total_steps = sum(r["passes"] * r["steps_per_collective"] for r in cfg["ranks"])
+    total_steps = sum((len(r.get("program") or ()) or r["passes"]) * r["steps_per_collective"]
+                      for r in cfg["ranks"])
 
     def progress():
         counts["applied"] += 1
@@ -283,8 +313,7 @@ def run(cfg: dict) -> dict:
             raise SystemExit("no start time on stdin")
         t0 = float(line)
         for p in programs_ready:
-            p.t0 = t0
-            p.next_start = t0 + p.spec.get("start_s", 0.0)
+            p.set_start(t0)
         programs += programs_ready
     else:
         t0 = cfg["start_at"]

@@ -1,0 +1,113 @@
+"""hosts.rank's programs without a network: four ranks of one ring on an in-memory NIC with
+a virtual clock (each message arrives ``nbytes / rate`` after it was sent), so the order
+of collectives, their ready times and the results are checked exactly."""
+
+import heapq
+from types import SimpleNamespace
+
+import pytest
+
+from emulator import workloads
+from hosts.rank import RankProgram
+from hosts.scale import Scale
+
+RATE_BPS = 8e6                   # 1 MB/s: a 4 KB chunk takes 4 ms
+IPS = {r: f"10.0.{r}.2" for r in range(4)}
+
+
+class FakeNet:
+    def __init__(self):
+        self.now = 0.0
+        self.events = []             # (time, seq, dst ip, flow, message, on_complete)
+        self.seq = 0
+        self.programs = {}
+
+    def nic(self, ip):
+        net = self
+
+        class Nic:
+            def send(self, peer, job, channel, step, data, on_complete=None):
+                net.seq += 1
+                flow = SimpleNamespace(job=job, channel=channel, step=step, peer=ip)
+                heapq.heappush(net.events, (net.now + len(data) * 8 / RATE_BPS, net.seq, peer,
+                                            flow, bytes(data), on_complete))
+        return Nic()
+
+    def run(self, until_s=1e4):
+        progs = list(self.programs.values())
+        while not all(p.done for p in progs):
+            nxt = [t for p in progs if (t := p.next_event()) is not None]
+            if self.events:
+                nxt.append(self.events[0][0])
+            assert nxt, "stuck: nothing in flight and nothing scheduled"
+            self.now = max(self.now, min(nxt))
+            assert self.now < until_s
+            for p in progs:
+                p.tick(self.now)
+            while self.events and self.events[0][0] <= self.now:
+                _, _, dst, flow, msg, done = heapq.heappop(self.events)
+                assert self.programs[dst].on_message(flow, msg, self.now)
+                if done:
+                    done(flow)
+
+
+def ring_of_four(program=None, nbytes=16384, passes=1, compute_gap_s=0.0):
+    net = FakeNet()
+    records = []
+    tele = SimpleNamespace(write=records.append)
+    for r in range(4):
+        spec = {"job": 3, "rank": r, "algorithm": "ring_allreduce", "rings": [[0, 1, 2, 3]],
+                "grid": None, "channel": 0, "rank_ips": {str(k): v for k, v in IPS.items()},
+                "nbytes": nbytes, "passes": passes, "compute_gap_s": compute_gap_s,
+                "start_s": 0.0, "steps_per_collective": 6, "seed": 7, "program": program}
+        net.programs[IPS[r]] = RankProgram(net.nic(IPS[r]), spec, 0.0, tele, lambda: None)
+    net.run()
+    colls = sorted((r for r in records if r["type"] == "collective"),
+                   key=lambda r: (r["pass"], r["rank"]))
+    return colls
+
+
+def per_pass(colls):
+    out = {}
+    for c in colls:
+        out.setdefault(c["pass"], []).append(c)
+    return [(min(c["start_s"] for c in cs), max(c["end_s"] for c in cs), cs)
+            for _, cs in sorted(out.items())]
+
+
+def test_passes_with_a_compute_gap_start_the_gap_after_the_previous_end():
+    passes = per_pass(ring_of_four(passes=3, compute_gap_s=0.5))
+    assert all(c["verified"] for _, _, cs in passes for c in cs)
+    for (_, end, _), (start, _, _) in zip(passes, passes[1:]):
+        assert start == pytest.approx(end + 0.5, abs=0.02)
+
+
+def test_a_program_runs_each_collective_with_its_own_size_and_checks_it():
+    program = [[16384, 0.0, True], [4096, 0.0, False], [65536, 0.0, False]]
+    colls = ring_of_four(program)
+    assert [c["nbytes"] for c in colls[::4]] == [16384, 4096, 65536]
+    assert len(colls) == 12 and all(c["verified"] for c in colls)
+
+
+def test_a_program_waits_for_ready_times_from_its_iterations_start():
+    # One collective takes 6 x 4 ms = 24.6 ms here. Iteration = [bucket ready 1.0 s after
+    # the iteration began, bucket ready at 1.01 s]: the second is ready while the first
+    # is still being reduced, so it waits for it; then one ready 0.1 s after the start.
+    program = [[16384, 1.0, True], [16384, 1.01, False], [16384, 1.1, False]] * 2
+    passes = per_pass(ring_of_four(program))
+    assert passes[0][1] - passes[0][0] == pytest.approx(0.0246, abs=1e-3)
+    assert passes[0][0] == pytest.approx(1.0)
+    assert passes[1][0] == pytest.approx(passes[0][1])           # queued behind bucket 0
+    assert passes[2][0] == pytest.approx(1.1)                    # ready after 1 ended
+    end_of_iteration = passes[2][1]
+    assert passes[3][0] == pytest.approx(end_of_iteration + 1.0)  # compute again
+    assert passes[4][0] == pytest.approx(passes[3][1])
+    assert passes[5][0] == pytest.approx(end_of_iteration + 1.1)
+
+
+def test_workload_program_of_vgg16_runs_and_verifies_on_the_fake_ring():
+    prog = workloads.program("vgg16", 1, 1 / 4096, 25 * 2**20, 1.0, Scale(2000).time_s, 16)
+    colls = ring_of_four([[c.nbytes, c.ready_s, c.begins_iteration] for c in prog])
+    assert len(colls) == 4 * len(prog) and all(c["verified"] for c in colls)
+    starts = [s for s, _, _ in per_pass(colls)]
+    assert starts[0] == pytest.approx(prog[0].ready_s)
