@@ -69,42 +69,55 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
     fig.tight_layout()
     paths.append(_save(fig, out_dir, "gantt_ring0.png"))
 
-    # Throughput timeline per job.
-    fig, ax = plt.subplots(figsize=(12, 3.8))
-    for r in shown:
-        for j in r["jobs"]:
-            ts, bps = metrics.throughput_timeline(flows[id(r)], j["job"], bin_s=0.05)
+    # Throughput timeline per job (and their total with several jobs: paper Fig 7a), one
+    # panel per scheme, from the first packet of any job.
+    njobs = len(runs[0]["jobs"])
+    fig, axes = plt.subplots(len(shown) if njobs > 1 else 1, 1, squeeze=False,
+                             figsize=(12, 3.0 + (2.2 * (len(shown) - 1) if njobs > 1 else 0.8)))
+    for k, r in enumerate(shown):
+        ax = axes[k if njobs > 1 else 0, 0]
+        start = min((f["t_start"] for f in flows[id(r)]), default=0.0)
+        end = max((f["t_end"] for f in flows[id(r)]), default=0.0)
+        for i, j in enumerate(r["jobs"]):
+            ts, bps = metrics.throughput_timeline(flows[id(r)], j["job"], 0.05, start, end)
             if len(ts):
-                ax.plot((ts - t0[id(r)]) * 1e3, bps / 1e6, label=f"{_label(r)} job {j['job']}",
-                        color=COLORS.get(r["scheme"]))
-    ax.set_xlabel("time (ms, emulated)")
-    ax.set_ylabel("delivered (Mbit/s, emulated)")
-    ax.set_title("Job throughput (all flows of the job, 50 ms bins)")
-    ax.legend(fontsize=8)
+                ax.plot((ts - start) * 1e3, bps / 1e6,
+                        label=f"job {j['job']}" if njobs > 1 else f"{_label(r)} job {j['job']}",
+                        color=f"C{i}" if njobs > 1 else COLORS.get(r["scheme"]))
+        if njobs > 1:
+            ts, bps = metrics.throughput_timeline(flows[id(r)], None, 0.05, start, end)
+            if len(ts):
+                ax.plot((ts - start) * 1e3, bps / 1e6, "k", lw=1.6, label="total")
+            ax.set_title(f"{_label(r)}: throughput per job and total (50 ms bins)", fontsize=10)
+        else:
+            ax.set_title("Job throughput (all flows of the job, 50 ms bins)")
+        ax.set_ylabel("delivered (Mbit/s, emulated)")
+        ax.legend(fontsize=8)
+    axes[-1, 0].set_xlabel("time since the first packet (ms, emulated)")
     fig.tight_layout()
     paths.append(_save(fig, out_dir, "throughput.png"))
 
-    # CDFs over seeds (and passes) when there is more than one sample per scheme.
-    per_scheme = defaultdict(lambda: {"overlap": [], "cct": []})
+    # CDFs over seeds (and passes, jobs) when there is more than one sample per scheme:
+    # max step overlap (Fig 4b), CCT (Fig 5), span of the last step (Fig 7b).
+    per_scheme = defaultdict(lambda: {"overlap": [], "cct": [], "span": []})
     for r in runs:
         for j in r["jobs"]:
             per_scheme[r["scheme"]]["overlap"].append(j["max_step_overlap"])
             per_scheme[r["scheme"]]["cct"] += [c["cct_s"] for c in j["collectives"] if c["cct_s"]]
+            per_scheme[r["scheme"]]["span"].append(j["last_step_span_s"])
     if any(len(v["cct"]) > 1 for v in per_scheme.values()):
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4))
-        for s, v in per_scheme.items():
-            if v["overlap"]:
-                x, y = metrics.cdf(v["overlap"])
-                a1.step(x, y, where="post", label=s, color=COLORS.get(s))
-            if v["cct"]:
-                x, y = metrics.cdf(np.array(v["cct"]) * 1e3)
-                a2.step(x, y, where="post", label=s, color=COLORS.get(s))
-        a1.set_xlabel("max step overlap (per job and seed)")
-        a1.set_ylabel("CDF")
-        a1.legend()
-        a2.set_xlabel("CCT (ms, emulated; every pass of every seed)")
-        a2.set_ylabel("CDF")
-        a2.legend()
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+        panels = [("overlap", 1, "max step overlap (per job and seed)"),
+                  ("cct", 1e3, "CCT (ms, emulated; every collective of every seed)"),
+                  ("span", 1e3, "span of the last step (ms, emulated; per job and seed)")]
+        for ax, (key, unit, xlabel) in zip(axes, panels):
+            for s, v in per_scheme.items():
+                if v[key]:
+                    x, y = metrics.cdf(np.array(v[key]) * unit)
+                    ax.step(x, y, where="post", label=f"{s} (n = {len(x)})", color=COLORS.get(s))
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("CDF")
+            ax.legend(fontsize=8)
         fig.tight_layout()
         paths.append(_save(fig, out_dir, "cdfs.png"))
     return paths
