@@ -28,6 +28,7 @@ class JobLayout:
     # A training workload's collectives, (nbytes, ready_s, begins_iteration) each (see
     # emulator.workloads.program); None: ``passes`` collectives of ``nbytes``.
     program: tuple | None = None
+    after_job: int = 0     # starts, rank by rank, after this job (see JobSpec)
 
     @property
     def bus_factor(self) -> float:
@@ -73,7 +74,7 @@ def layout(job: JobSpec, topo: TopologySpec, time_s) -> JobLayout:
                                    nbytes).steps)
     return JobLayout(job.id, job.algorithm, tuple(hosts), rings, grid, nbytes, steps,
                      passes, time_s(job.compute_gap_us * 1e-6), time_s(job.start_ms * 1e-3),
-                     ring_size, program)
+                     ring_size, program, job.after_job)
 
 
 def collective_bytes(lay: JobLayout, index: int) -> int:

@@ -85,7 +85,8 @@ def analyze_run(rundir: str) -> dict:
         done = [c for c in cs if c["cct_s"] is not None]
         # JCT: from the job's start (t = 0 + start_s; a training job computes before its
         # first all-reduce) to the end of its last collective.
-        job_start = (meas["t_start"] + lay.start_s if "t_start" in meas
+        # A job that runs after another starts when its first rank does.
+        job_start = (meas["t_start"] + lay.start_s if "t_start" in meas and not lay.after_job
                      else min((c["start_s"] for c in done), default=None))
         jct = (max(c["start_s"] + c["cct_s"] for c in done) - job_start
                if done and len(done) == len(cs) else None)

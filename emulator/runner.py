@@ -179,6 +179,7 @@ def rank_configs(spec: Spec, lays: list[joblib.JobLayout], seed: int, ips: dict[
                 "nbytes": lay.nbytes, "passes": lay.passes, "compute_gap_s": lay.compute_gap_s,
                 "start_s": lay.start_s, "steps_per_collective": lay.steps, "seed": seed,
                 "program": [list(c) for c in lay.program] if lay.program else None,
+                "after_job": lay.after_job,
                 "step_delay_s": delays.get(host, 0.0)})
     return cfgs
 

@@ -52,7 +52,9 @@ quantities are the same at both scales. A complete spec with every key::
     chunk_bytes = 262144             # bytes per step flow (or size_bytes: bytes per rank)
     passes = 4                       # back-to-back collectives
     compute_gap_us = 0.0             # between passes
-    start_ms = 0.0
+    start_ms = 0.0                   # with after_job: the gap after that job
+    after_job = 0                    # a job id: each rank starts once that job's rank on
+                                     # its host has finished (hosts may then be shared)
     # Instead of chunk_bytes/size_bytes and passes: data-parallel training (emulator.workloads;
     # ring_allreduce only). Each iteration: forward, then backward with gradient buckets
     # all-reduced one at a time as soon as their gradients exist.
@@ -173,6 +175,7 @@ class JobSpec:
     passes: int = 1
     compute_gap_us: float = 0.0
     start_ms: float = 0.0
+    after_job: int = 0
     workload: str | None = None
     iterations: int = 1
     gradient_scale: float = 1 / 256
@@ -445,7 +448,8 @@ def validate(raw: dict, path: str) -> Spec:
     _need(dup is None, path, "messages", dup,
           "two messages with the same (src, dst, job, channel, step)")
     jobs = []
-    used_hosts: dict[str, int] = {}
+    used_hosts: dict[str, list[int]] = {}
+    follows: dict[int, set[int]] = {}          # job id -> ids it (transitively) runs after
     for i, j in enumerate(jobs_raw):
         where = f"jobs[{i}]"
         if isinstance(j, dict) and "hosts" in j and isinstance(j["hosts"], list):
@@ -454,10 +458,22 @@ def validate(raw: dict, path: str) -> Spec:
             j = dict(j, grid=tuple(j["grid"]))
         job = _section(JobSpec, j, where, path)
         job = _validate_job(job, where, path, topo, tr)
+        follows[job.id] = set()
+        if job.after_job:
+            prev = next((x for x in jobs if x.id == job.after_job), None)
+            _need(prev is not None, path, f"{where}.after_job", job.after_job,
+                  "must be the id of a job listed before this one")
+            missing = set(_job_hosts(job, topo)) - set(_job_hosts(prev, topo))
+            _need(not missing, path, f"{where}.after_job", job.after_job,
+                  f"each rank starts after job {prev.id}'s rank on its host, so the hosts must "
+                  f"be a subset of job {prev.id}'s; not in it: {', '.join(sorted(missing))}")
+            follows[job.id] = {prev.id} | follows[prev.id]
         for h in _job_hosts(job, topo):
-            _need(h not in used_hosts, path, f"{where}.hosts", list(job.hosts),
-                  f"host {h} is already in job {used_hosts.get(h)}; jobs need disjoint hosts")
-            used_hosts[h] = job.id
+            clash = [x for x in used_hosts.get(h, []) if x not in follows[job.id]]
+            _need(not clash, path, f"{where}.hosts", list(job.hosts),
+                  f"host {h} is already in job {clash[0] if clash else ''}; jobs need disjoint "
+                  "hosts unless one runs after the other (after_job)")
+            used_hosts.setdefault(h, []).append(job.id)
         _need(job.id not in [x.id for x in jobs], path, f"{where}.id", job.id,
               "job ids must be unique")
         jobs.append(job)
@@ -571,6 +587,9 @@ def _validate_job(job: JobSpec, where: str, path: str, topo: TopologySpec,
                   tr: TransportSpec) -> JobSpec:
     _need(isinstance(job.id, int) and 1 <= job.id <= 0x7FFF, path, f"{where}.id", job.id,
           "must be an integer in 1..32767")
+    _need(isinstance(job.after_job, int) and not isinstance(job.after_job, bool)
+          and job.after_job >= 0 and job.after_job != job.id, path, f"{where}.after_job",
+          job.after_job, "0 (none) or the id of another job")
     if isinstance(job.hosts, str):
         job = JobSpec(**{**job.__dict__, "hosts": (job.hosts,)})
     _need(isinstance(job.hosts, tuple) and all(isinstance(h, str) for h in job.hosts), path,

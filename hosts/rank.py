@@ -17,6 +17,8 @@ Configuration (JSON, written by the experiment runner; times and rates emulated)
         "rank_ips": {"0": "10.0.0.2", ...},
         "nbytes": 1048576, "passes": 4, "compute_gap_s": 0.0, "start_s": 0.0,
         "steps_per_collective": 6, "seed": 1,
+        "after_job": 0,                  # a job id: start once this host's rank of that
+                                         # job has finished (+ start_s as the gap)
         "program": null}]}               # or [[nbytes, ready_s, begins_iteration], ...]:
                                          # one entry per collective (a training
                                          # workload); collective i starts once i-1 is done
@@ -217,11 +219,18 @@ class RankProgram:
         self.current: Collective | None = None
         self.finished: list[Collective] = []
         self.early: list = []            # messages for passes not started yet
+        self.after: RankProgram | None = None   # this host's rank of spec["after_job"]
         self.set_start(t0)
 
     def set_start(self, t0: float) -> None:
+        """The run's t = 0; a program that runs after another waits for it instead."""
         self.t0 = t0
-        self.iteration_start = t0 + self.spec.get("start_s", 0.0)
+        self.next_start = None
+        if not self.spec.get("after_job"):
+            self._anchor(t0)
+
+    def _anchor(self, t: float) -> None:
+        self.iteration_start = t + self.spec.get("start_s", 0.0)
         self.next_start = self.iteration_start + (self.program[0][1] if self.program else 0.0)
 
     def _after(self, now: float) -> float:
@@ -237,7 +246,10 @@ class RankProgram:
         """When this program needs the loop to wake up next (a deferred send, a pass)."""
         times = [c.deferred[0][0] for c in self.finished[-2:] + [self.current]
                  if c is not None and c.deferred]
-        if self.current is None and len(self.finished) < self.passes:
+        if self.next_start is None and self.after is not None and self.after.done:
+            self._anchor(self.after.finished[-1].end_s)
+        if self.current is None and len(self.finished) < self.passes \
+                and self.next_start is not None:
             times.append(self.next_start)
         return min(times) if times else None
 
@@ -246,7 +258,10 @@ class RankProgram:
         for c in self.finished[-2:] + [self.current]:
             if c is not None and c.deferred:
                 c.tick(now)
-        if self.current is None and len(self.finished) < self.passes and now >= self.next_start:
+        if self.next_start is None and self.after is not None and self.after.done:
+            self._anchor(self.after.finished[-1].end_s)
+        if self.current is None and len(self.finished) < self.passes \
+                and self.next_start is not None and now >= self.next_start:
             index = len(self.finished)
             nbytes = self.program[index][0] if self.program else self.spec["nbytes"]
             spec, schedule, expected = self.per_size[nbytes]
@@ -278,6 +293,17 @@ class RankProgram:
     @property
     def done(self) -> bool:
         return len(self.finished) == self.passes and not any(c.deferred for c in self.finished)
+
+
+def link_after(programs: list[RankProgram]) -> None:
+    """Point each program with an ``after_job`` at this host's program of that job."""
+    by_job = {p.spec["job"]: p for p in programs}
+    for p in programs:
+        if p.spec.get("after_job"):
+            if p.spec["after_job"] not in by_job:
+                raise SystemExit(f"job {p.spec['job']} runs after job {p.spec['after_job']}, "
+                                 "which has no rank on this host")
+            p.after = by_job[p.spec["after_job"]]
 
 
 def run(cfg: dict) -> dict:
@@ -318,6 +344,7 @@ def run(cfg: dict) -> dict:
     else:
         t0 = cfg["start_at"]
         programs += [RankProgram(nic, spec, t0, tele, progress) for spec in cfg["ranks"]]
+    link_after(programs)
     deadline = t0 + cfg.get("timeout_s", 600)
     timed_out = False
     try:

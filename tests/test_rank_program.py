@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from emulator import workloads
-from hosts.rank import RankProgram
+from hosts.rank import RankProgram, link_after
 from hosts.scale import Scale
 
 RATE_BPS = 8e6                   # 1 MB/s: a 4 KB chunk takes 4 ms
@@ -34,7 +34,7 @@ class FakeNet:
         return Nic()
 
     def run(self, until_s=1e4):
-        progs = list(self.programs.values())
+        progs = [p for ps in self.programs.values() for p in ps]
         while not all(p.done for p in progs):
             nxt = [t for p in progs if (t := p.next_event()) is not None]
             if self.events:
@@ -46,25 +46,36 @@ class FakeNet:
                 p.tick(self.now)
             while self.events and self.events[0][0] <= self.now:
                 _, _, dst, flow, msg, done = heapq.heappop(self.events)
-                assert self.programs[dst].on_message(flow, msg, self.now)
+                assert any(p.on_message(flow, msg, self.now) for p in self.programs[dst])
                 if done:
                     done(flow)
 
 
-def ring_of_four(program=None, nbytes=16384, passes=1, compute_gap_s=0.0):
+def rank_spec(r, job=3, **kw):
+    return {"job": job, "rank": r, "algorithm": "ring_allreduce", "rings": [[0, 1, 2, 3]],
+            "grid": None, "channel": 0, "rank_ips": {str(k): v for k, v in IPS.items()},
+            "nbytes": 16384, "passes": 1, "compute_gap_s": 0.0, "start_s": 0.0,
+            "steps_per_collective": 6, "seed": 7, "program": None, **kw}
+
+
+def run_ring(*jobs):
+    """Run job specs (a list of keyword sets each) on the same four hosts."""
     net = FakeNet()
     records = []
     tele = SimpleNamespace(write=records.append)
     for r in range(4):
-        spec = {"job": 3, "rank": r, "algorithm": "ring_allreduce", "rings": [[0, 1, 2, 3]],
-                "grid": None, "channel": 0, "rank_ips": {str(k): v for k, v in IPS.items()},
-                "nbytes": nbytes, "passes": passes, "compute_gap_s": compute_gap_s,
-                "start_s": 0.0, "steps_per_collective": 6, "seed": 7, "program": program}
-        net.programs[IPS[r]] = RankProgram(net.nic(IPS[r]), spec, 0.0, tele, lambda: None)
+        nic = net.nic(IPS[r])
+        net.programs[IPS[r]] = [RankProgram(nic, rank_spec(r, **kw), 0.0, tele, lambda: None)
+                                for kw in jobs]
+        link_after(net.programs[IPS[r]])
     net.run()
-    colls = sorted((r for r in records if r["type"] == "collective"),
-                   key=lambda r: (r["pass"], r["rank"]))
-    return colls
+    return sorted((r for r in records if r["type"] == "collective"),
+                  key=lambda r: (r["job"], r["pass"], r["rank"]))
+
+
+def ring_of_four(program=None, nbytes=16384, passes=1, compute_gap_s=0.0):
+    return run_ring(dict(program=program, nbytes=nbytes, passes=passes,
+                         compute_gap_s=compute_gap_s))
 
 
 def per_pass(colls):
@@ -111,3 +122,17 @@ def test_workload_program_of_vgg16_runs_and_verifies_on_the_fake_ring():
     assert len(colls) == 4 * len(prog) and all(c["verified"] for c in colls)
     starts = [s for s, _, _ in per_pass(colls)]
     assert starts[0] == pytest.approx(prog[0].ready_s)
+
+
+def test_a_job_after_another_starts_on_each_host_when_its_predecessor_ended_there():
+    colls = run_ring(dict(job=3, passes=2), dict(job=4, after_job=3, start_s=0.3, passes=1))
+    assert len(colls) == 12 and all(c["verified"] for c in colls)
+    for r in range(4):
+        end3 = max(c["end_s"] for c in colls if c["job"] == 3 and c["rank"] == r)
+        start4 = next(c["start_s"] for c in colls if c["job"] == 4 and c["rank"] == r)
+        assert start4 == pytest.approx(end3 + 0.3)
+
+
+def test_a_job_after_a_job_missing_on_the_host_is_refused():
+    with pytest.raises(SystemExit, match="runs after job 9, which has no rank on this host"):
+        run_ring(dict(job=4, after_job=9))

@@ -155,6 +155,21 @@ def test_two_jobs_on_disjoint_rails_are_valid(tmp_path):
     assert [j.hosts for j in spec.jobs] == [("h0", "h2"), ("h1", "h3")]
 
 
+def test_jobs_may_share_hosts_when_one_runs_after_the_other(tmp_path):
+    jobs = two_jobs({"id": 1, "hosts": "all"}, {"id": 2, "hosts": ["h0", "h2"], "after_job": 1})
+    jobs.append(dict(jobs[1], id=3, after_job=2))
+    spec = load(spec_with(tmp_path, ("jobs", jobs)))
+    assert [j.after_job for j in spec.jobs] == [0, 1, 2]
+
+
+def test_two_jobs_after_the_same_job_still_clash_with_each_other(tmp_path):
+    jobs = two_jobs({"id": 1, "hosts": "all"}, {"id": 2, "hosts": ["h0", "h2"], "after_job": 1})
+    jobs.append(dict(jobs[1], id=3, after_job=1))
+    path = spec_with(tmp_path, ("jobs", jobs))
+    assert_spec_error(path, "jobs[2].hosts = ['h0', 'h2']", "host h0 is already in job 2",
+                      "unless one runs after the other (after_job)")
+
+
 # --- bad specs: one thing broken each ----------------------------------------------------
 
 BAD = [
@@ -270,6 +285,16 @@ BAD = [
                                                       {"id": 2, "hosts": ["h0", "h2"]}))], (),
      ["jobs[1].hosts = ['h0', 'h2']", "host h0 is already in job 1",
       "jobs need disjoint hosts"]),
+    ("after-unknown-job", [("jobs", two_jobs({"id": 1, "hosts": ["h0", "h2"]},
+                                             {"id": 2, "hosts": ["h0", "h2"], "after_job": 7}))],
+     (), ["jobs[1].after_job = 7", "must be the id of a job listed before this one"]),
+    ("after-itself", [("jobs.0.after_job", 1)], (),
+     ["jobs[0].after_job = 1", "0 (none) or the id of another job"]),
+    ("after-negative", [("jobs.0.after_job", -2)], (),
+     ["jobs[0].after_job = -2", "0 (none) or the id of another job"]),
+    ("after-job-on-other-hosts", [("jobs", two_jobs({"id": 1, "hosts": ["h0", "h2"]},
+                                                    {"id": 2, "hosts": "all", "after_job": 1}))],
+     (), ["jobs[1].after_job = 1", "must be a subset of job 1's", "not in it: h1, h3"]),
     ("job-with-1-host", [("jobs.0.hosts", ["h0"]), ("jobs.0.rings", "single")], (),
      ["jobs[0].hosts = ['h0']", "a job needs >= 2 hosts"]),
     # grids and rings
