@@ -88,6 +88,8 @@ def _cmd_validate(args) -> int:
           f"{', '.join(spec.run.schemes)}, seeds {list(spec.run.seeds)}")
     for job, lay in zip(spec.jobs, layouts(spec)):
         start = f", starts at {lay.start_s * 1e3:.0f} ms" if lay.start_s else ""
+        if lay.after_job:
+            start = f", starts {lay.start_s * 1e3:.0f} ms after job {lay.after_job}"
         if lay.program:
             mtu = spec.transport.mtu_bytes
             per_iter = len(lay.program) // job.iterations

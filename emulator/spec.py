@@ -65,6 +65,14 @@ quantities are the same at both scales. A complete spec with every key::
     bucket_mb = 25.0                 # DDP bucket size, real scale (MiB)
     compute_speedup = 1.0            # divides compute times (Fig 6: 1..64)
 
+    [job_stream]                     # instead of [[jobs]]: a random stream of jobs
+    seed = 1                         # (paper Fig 7c); see emulator.jobstream
+    slots = [["h0", "h4"], ["h1", "h5"]]
+    jobs_per_slot = 3
+    size_bytes = [65536, 262144, 524288]
+    passes = [1, 8]
+    gap_ms = [0.0, 4.0]
+
     [[perturbations]]                # optional, any number; see PerturbationSpec
     kind = "imbalance"
     switch = "leaf0"
@@ -91,6 +99,7 @@ try:
 except ModuleNotFoundError:          # Python 3.10
     import tomli as tomllib
 
+from emulator import jobstream
 from emulator.workloads import WORKLOAD_NAMES
 from hosts.collectives import ALGORITHMS
 
@@ -267,7 +276,7 @@ class Spec:
 SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
             "symphony": SymphonySpec, "dcqcn": DcqcnSpec, "transport": TransportSpec,
             "run": RunSpec}
-TOP_KEYS = ("name", "description", "jobs", "messages", "perturbations",
+TOP_KEYS = ("name", "description", "jobs", "job_stream", "messages", "perturbations",
             "variants") + tuple(SECTIONS)
 
 
@@ -434,6 +443,13 @@ def validate(raw: dict, path: str) -> Spec:
     run = RunSpec(tuple(schemes), tuple(seeds), run.timeout_s)
 
     jobs_raw = raw.get("jobs", [])
+    if "job_stream" in raw:
+        _need(not jobs_raw and isinstance(raw["job_stream"], dict), path, "job_stream",
+              raw["job_stream"], "a table, instead of [[jobs]] (it generates them)")
+
+        def stream_error(key, value, allowed):
+            _need(False, path, key, value, allowed)
+        jobs_raw = jobstream.expand(raw["job_stream"], stream_error)
     msgs_raw = raw.get("messages", [])
     _need(isinstance(msgs_raw, list), path, "messages", msgs_raw,
           "must be a list of [[messages]] tables")

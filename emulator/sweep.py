@@ -55,6 +55,7 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
               schemes: list[str] | None, seeds: list[int] | None, progress=None,
               only: list[str] | None = None) -> list[dict]:
     rows = []
+    job_rows = []
     firsts = []
     pts = points(spec_path, params, base_overrides, only)
     for label, overrides in pts:
@@ -88,7 +89,14 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
             if "overlap_s" in r:
                 row["flow_overlap_s"] = r["overlap_s"]
             rows.append(row)
+            for j in r["jobs"]:
+                job_rows.append({"point": label, "scheme": r["scheme"], "seed": r["seed"],
+                                 "job": j["job"], "ranks": j["ranks"], "jct_s": j["jct_s"],
+                                 "last_step_span_s": j["last_step_span_s"],
+                                 "max_step_overlap": j["max_step_overlap"]})
     write_table(out, rows)
+    if any(r["job"] != job_rows[0]["job"] for r in job_rows):
+        write_jobs_table(out, job_rows)
     from emulator import plots
     path = plots.plot_sweep(out, firsts)
     if path:
@@ -120,3 +128,37 @@ def write_table(out: str, rows: list[dict]) -> None:
         print("\nUNFAITHFUL runs: " + ", ".join(f"{r['point']} {r['scheme']} seed {r['seed']}"
                                                   for r in unfaithful))
     print(f"\ntable: {os.path.join(out, 'sweep.csv')}")
+
+
+def normalized_jct_by_size(job_rows: list[dict], scheme: str = "symphony") -> dict:
+    """ranks -> JCT of ``scheme`` / JCT of the baseline, per (point, seed, job) that both
+    completed (paper Fig 7c)."""
+    base = {(r["point"], r["seed"], r["job"]): r["jct_s"] for r in job_rows
+            if r["scheme"] == "baseline" and r["jct_s"]}
+    out = defaultdict(list)
+    for r in job_rows:
+        b = base.get((r["point"], r["seed"], r["job"]))
+        if r["scheme"] == scheme and r["jct_s"] and b:
+            out[r["ranks"]].append(r["jct_s"] / b)
+    return dict(sorted(out.items()))
+
+
+def write_jobs_table(out: str, job_rows: list[dict]) -> None:
+    """Several jobs per run: one row per job (``jobs.csv``), and JCT normalized by the
+    baseline's by job size, printed."""
+    with open(os.path.join(out, "jobs.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(job_rows[0]))
+        w.writeheader()
+        w.writerows(job_rows)
+    schemes = sorted({r["scheme"] for r in job_rows} - {"baseline"})
+    for scheme in schemes:
+        by = normalized_jct_by_size(job_rows, scheme)
+        if not by:
+            continue
+        print(f"\nJCT of {scheme} / baseline by job size (same point, seed and job):")
+        print(f"{'ranks':>6}{'jobs':>6}{'median':>9}{'P25':>8}{'P75':>8}{'worse':>7}")
+        for ranks, v in by.items():
+            q = np.percentile(v, [25, 50, 75])
+            print(f"{ranks:>6}{len(v):>6}{q[1]:>9.3f}{q[0]:>8.3f}{q[2]:>8.3f}"
+                  f"{sum(x > 1 for x in v):>7}")
+    print(f"per-job table: {os.path.join(out, 'jobs.csv')}")

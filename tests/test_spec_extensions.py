@@ -34,7 +34,8 @@ FIG8A = os.path.join(RUNS, "fig8a.toml")
 FIG8B = os.path.join(RUNS, "fig8b.toml")
 FIG8C = os.path.join(RUNS, "fig8c.toml")
 FIG9 = os.path.join(RUNS, "fig9.toml")
-RUN_NAMES = ["fig2", "fig4", "fig5", "fig8a", "fig8b", "fig8c", "fig9", "table1"]
+RUN_NAMES = ["fig2", "fig4", "fig5", "fig6", "fig7ab", "fig7c", "fig8a", "fig8b", "fig8c",
+             "fig9", "table1", "table2"]
 
 # Table 1 scale: 10 Gb/s links at dilation 2000.
 TABLE1_LINK_RATE_BPS = 10e9 / 2000
@@ -122,7 +123,7 @@ ALL_VARIANTS = [(os.path.basename(p)[:-5], v["name"], list(v.get("set", [])))
 
 # --- the shipped run specs -------------------------------------------------------------
 
-def test_runs_folder_holds_exactly_the_eight_paper_specs():
+def test_runs_folder_holds_exactly_the_paper_specs():
     names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(RUNS, "*.toml")))
     assert names == RUN_NAMES
 
@@ -143,10 +144,12 @@ def test_every_run_spec_variant_list_is_the_expected_one():
     assert got == {
         "fig2": ["baseline-ecmp", "imbalance-1.13x", "transient-congestion"],
         "fig4": ["from-start", "late-start"],
+        "fig6": ["speedup-1x", "speedup-4x", "speedup-16x", "speedup-64x"],
         "fig8a": ["imbalance-1.1x", "imbalance-1.3x", "imbalance-1.5x", "imbalance-1.7x"],
         "fig8b": ["k-0.0001", "k-0.001", "k-0.01", "k-0.1", "k-1.0"],
         "fig8c": ["chunk-64k", "chunk-256k", "chunk-1024k"],
         "fig9": ["delay-0ms", "delay-250ms", "delay-500ms", "delay-1000ms"],
+        "table2": ["vgg16", "resnet50", "transformer"],
     }
 
 
