@@ -5,10 +5,11 @@ the fact. ``summary.json`` (read by tests outside this repository)::
 
     {"runs": [{"scheme", "seed",
                "jobs": [{"job", "jct_s", "max_step_overlap", "last_step_span_s",
-                         "collectives": [{"pass", "cct_s", "theoretical_cct_s", "cct_ratio",
-                                          "verified", "algbw_bps", "busbw_bps"}]}],
+                         "collectives": [{"pass", "nbytes", "cct_s", "theoretical_cct_s",
+                                          "cct_ratio", "verified", "algbw_bps", "busbw_bps"}]}],
                "fidelity": {"faithful", "reasons", "cpu_busy", "nfqueue_drops",
                             "pacing_mean_late_s", ...}}],
+     "per_job": {job: {scheme: {"ranks", "jct_s", "last_step_span_s", "normalized_jct"}}},
      "spec": ..., "scale": ...}
 
 Fidelity thresholds (DESIGN.md §8; a run over any is flagged, not silently reported):
