@@ -58,7 +58,8 @@ def test_two_jobs_on_shared_links_keep_separate_symphony_state(tmp_path):
         shared += {w["job"] for w in windows} == {1, 2}
         for w in windows:
             steps = [f["step"] for f in flows[w["job"]]]
-            assert min(steps) <= w["step_min"] <= max(steps), (sw, w)
+            # (step_min moves one past a step once its last packet has passed)
+            assert min(steps) <= w["step_min"] <= max(steps) + 1, (sw, w)
         # Job 1's step_min only moves forward: job 2 starting at step 0 on the same
         # switch does not drag it back.
         before = [w for w in windows if w["job"] == 1 and w["t_s"] < job2_start]
