@@ -78,6 +78,11 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
         ax = axes[k if njobs > 1 else 0, 0]
         start = min((f["t_start"] for f in flows[id(r)]), default=0.0)
         end = max((f["t_end"] for f in flows[id(r)]), default=0.0)
+        if njobs > 1:                # the total first, wide and pale, under the jobs
+            ts, bps = metrics.throughput_timeline(flows[id(r)], None, 0.05, start, end)
+            if len(ts):
+                ax.plot((ts - start) * 1e3, bps / 1e6, color="0.55", lw=3.5, alpha=0.6,
+                        label="total")
         for i, j in enumerate(r["jobs"]):
             ts, bps = metrics.throughput_timeline(flows[id(r)], j["job"], 0.05, start, end)
             if len(ts):
@@ -85,9 +90,6 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
                         label=f"job {j['job']}" if njobs > 1 else f"{_label(r)} job {j['job']}",
                         color=f"C{i}" if njobs > 1 else COLORS.get(r["scheme"]))
         if njobs > 1:
-            ts, bps = metrics.throughput_timeline(flows[id(r)], None, 0.05, start, end)
-            if len(ts):
-                ax.plot((ts - start) * 1e3, bps / 1e6, "k", lw=1.6, label="total")
             ax.set_title(f"{_label(r)}: throughput per job and total (50 ms bins)", fontsize=10)
         else:
             ax.set_title("Job throughput (all flows of the job, 50 ms bins)")
