@@ -14,7 +14,10 @@ the fact. ``summary.json`` (read by tests outside this repository)::
 
 Fidelity thresholds (DESIGN.md §8; a run over any is flagged, not silently reported):
 CPU busy above 90 % (timers and pacing slip), any NFQUEUE drop (packets the agents never
-saw), mean pacing lateness above 25 % of a frame time, a collective faster than the
+saw), mean pacing lateness above 25 % of a frame time, a port whose queue model is on
+average more than 2 frames off the kernel's backlog, a port that sent at less than 90 % or
+more than 110 % of its rate while certainly busy (Mininet-HiFi's invariant; judged from
+>= 3 such sampling intervals; see switch_agent/fidelity.py), a collective faster than the
 theoretical lockstep bound (a broken measurement), a run that timed out, and any
 collective whose result was wrong (that one is an error, not just unfaithful).
 """
@@ -33,6 +36,9 @@ from emulator.jobs import JobLayout, collective_bytes, theoretical_cct_s, wire_b
 CPU_BUSY_MAX = 0.90
 PACING_LATE_MAX_FRAMES = 0.25
 CCT_RATIO_MIN = 0.95
+QUEUE_ERR_MAX_FRAMES = 2.0          # mean |queue model - kernel backlog| per port
+BUSY_UTIL_RANGE = (0.90, 1.10)      # a busy port's sent bytes / (rate x time)
+BUSY_INTERVALS_MIN = 3              # judge a port's utilization from this many intervals
 
 
 def _records(rundir: str, kind: str) -> list[dict]:
@@ -132,7 +138,24 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list) -
         drops[name] = n
         if n:
             reasons.append(f"{name}: NFQUEUE dropped {n} packets the agent never saw")
-    frame_s = wire_bytes(mtu, mtu) * 8 / rate_bps
+    frame_bytes = wire_bytes(mtu, mtu)
+    queue_err, utils = {}, {}
+    for name, a in meas.get("agents", {}).items():
+        for port, f in a.get("fidelity", {}).items():
+            if f.get("queue_err_mean_bytes") is not None:
+                queue_err[f"{name}:{port}"] = f["queue_err_mean_bytes"]
+            if f.get("busy_intervals", 0) >= BUSY_INTERVALS_MIN:
+                utils[f"{name}:{port}"] = f["busy_util"]
+    worst = max(queue_err, key=queue_err.get, default=None)
+    if worst and queue_err[worst] > QUEUE_ERR_MAX_FRAMES * frame_bytes:
+        reasons.append(f"{worst}: the queue model is {queue_err[worst] / 1e3:.1f} KB off the "
+                       f"kernel's backlog on average (> {QUEUE_ERR_MAX_FRAMES:g} frames)")
+    lo, hi = BUSY_UTIL_RANGE
+    for port, u in sorted(utils.items()):
+        if not lo <= u <= hi:
+            reasons.append(f"{port}: a busy port sent at {u:.0%} of its rate (Mininet-HiFi "
+                           f"invariant: {lo:.0%}-{hi:.0%})")
+    frame_s = frame_bytes * 8 / rate_bps
     late = [s["pacing"]["mean_late_s"] for s in meas.get("rank_summaries", {}).values()]
     pacing = max(late) if late else None
     if pacing is not None and pacing > PACING_LATE_MAX_FRAMES * frame_s:
@@ -151,7 +174,10 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list) -
     return {"faithful": not reasons and not wrong, "reasons": reasons, "errors": wrong,
             "cpu_busy": cpu, "nfqueue_drops": drops, "pacing_mean_late_s": pacing,
             "cct_ratio_min": min(ratios) if ratios else None,
-            "cct_ratio_max": max(ratios) if ratios else None}
+            "cct_ratio_max": max(ratios) if ratios else None,
+            "queue_err_mean_bytes_max": queue_err[worst] if worst else None,
+            "busy_util_min": min(utils.values()) if utils else None,
+            "busy_util_max": max(utils.values()) if utils else None}
 
 
 def run_dirs(out_dir: str) -> list[str]:

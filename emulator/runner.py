@@ -217,7 +217,8 @@ def _run_messages(spec: Spec, scheme: str, seed: int, rundir: str, meas: dict, c
             perts.close()
         meas["cpu_busy"] = cpu.stop()
         meas["wall_s"] = time.monotonic() - t_begin
-        meas["agents"] = {name: {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"]}
+        meas["agents"] = {name: {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"],
+                                  "fidelity": s.get("fidelity", {})}
                           for name, s in fab.agents({"cmd": "stats"}).items()}
         meas["rank_summaries"] = results
         meas["host_exit"] = {h: 0 if r.get("ok") else 1 for h, r in results.items()}
@@ -370,7 +371,8 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
         meas["perturbations"] = perts.log
         meas["cpu_busy"] = cpu.stop() if started else None
         meas["wall_s"] = time.monotonic() - t_begin
-        meas["agents"] = {name: {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"]}
+        meas["agents"] = {name: {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"],
+                                  "fidelity": s.get("fidelity", {})}
                           for name, s in fab.agents({"cmd": "stats"}).items()}
         meas["rank_summaries"] = summaries
     meas["teardown_leftovers"] = fab.leftovers

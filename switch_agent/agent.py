@@ -34,6 +34,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
+from switch_agent.fidelity import PortFidelity
+from switch_agent.kernel_queues import KernelQueues
 from switch_agent.nfqueue import NfQueue, queue_stats
 from switch_agent.pipeline import Port, RedParams, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
@@ -71,6 +73,7 @@ class AgentConfig:
     seed: int = 1
     drop_fraction: float = 0.0
     sample_interval_s: float = 0.01
+    kernel_sample_interval_s: float = 0.1   # fidelity: kernel qdisc vs model (0: off)
     telemetry_path: str | None = None
     control_path: str | None = None
     pq: bool = False              # priority-queue baseline: DSCP EF on lagging flows' packets
@@ -106,6 +109,9 @@ class Agent:
                                        drop_fraction=cfg.drop_fraction,
                                        pq_high_dscp=PQ_HIGH_DSCP if cfg.pq else None,
                                        on_window=self._window)
+        self.fidelity = {ifindex: PortFidelity(cfg.ports[p.name].rate_bps)
+                         for ifindex, p in ports.items()}
+        self.kernel: KernelQueues | None = None
         self.running = True
         self.nfq: NfQueue | None = None
         self.ctl: socket.socket | None = None
@@ -133,6 +139,12 @@ class Agent:
                                   "model_drops": c.model_drops, "fault_drops": c.fault_drops})
             port.window_max_q_bytes = q
 
+    def _sample_kernel(self, now: float) -> None:
+        """The kernel's qdiscs next to the model, for the fidelity monitor."""
+        for ifindex, k in self.kernel.sample(self.fidelity).items():
+            model = self.pipeline.ports[ifindex].queue.backlog(now)
+            self.fidelity[ifindex].sample(now, model, k.backlog_bytes, k.sent_bytes)
+
     def stats(self) -> dict:
         now = time.monotonic()
         tracker = self.pipeline.tracker
@@ -145,6 +157,8 @@ class Agent:
                          for j, s in tracker.jobs.items()},
                 "queues": {p.name: p.queue.backlog(now) for p in self.pipeline.ports.values()},
                 "counters": self.pipeline.totals(),
+                "fidelity": {self.pipeline.ports[i].name: f.summary()
+                             for i, f in self.fidelity.items()},
                 "nfqueue": {**queue_stats(self.cfg.queue_num),
                             "agent_enobufs": self.nfq.enobufs if self.nfq else 0}}
 
@@ -214,6 +228,10 @@ class Agent:
         process = self.nfq.process
         interval = cfg.sample_interval_s
         next_sample = monotonic() + interval
+        k_interval = cfg.kernel_sample_interval_s
+        if k_interval > 0:
+            self.kernel = KernelQueues()
+        next_kernel = monotonic() + k_interval if self.kernel else float("inf")
         next_flush = monotonic() + 0.5
 
         try:
@@ -232,6 +250,9 @@ class Agent:
                 if now >= next_sample:
                     self._sample_ports(now)
                     next_sample = now + interval
+                if now >= next_kernel:
+                    self._sample_kernel(now)
+                    next_kernel = now + k_interval
                 if now >= next_flush:
                     self.telemetry.flush()
                     next_flush = now + 0.5
@@ -243,6 +264,8 @@ class Agent:
         final = {"type": "final", "t_s": time.monotonic(), **self.stats()}
         if self.nfq is not None:
             self.nfq.close()
+        if self.kernel is not None:
+            self.kernel.close()
         if self.ctl is not None:
             self.ctl.close()
             try:

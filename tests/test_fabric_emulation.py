@@ -242,6 +242,12 @@ def test_queue_model_follows_kernel_backlog(dumbbell):
     frame = 4140 + 14
     assert mean_err <= frame, f"mean error {mean_err:.0f} B over {len(busy)} samples"
     assert max(errors) <= 2 * frame
+    # The agent's own fidelity monitor saw the same: a small model error, and the busy
+    # port sending at its rate (Mininet-HiFi's invariant).
+    mon = fab.agent("leaf0", {"cmd": "stats"})["fidelity"][SLOW_PORT]
+    print("agent's fidelity monitor:", mon)
+    assert mon["queue_samples"] >= 5 and mon["queue_err_mean_bytes"] <= frame
+    assert mon["busy_intervals"] >= 3 and 0.95 <= mon["busy_util"] <= 1.05
 
 
 @pytest.fixture(scope="module")

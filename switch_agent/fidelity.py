@@ -1,0 +1,62 @@
+"""The switch side of the fidelity monitor (DESIGN.md §8), per egress port, from periodic
+samples of the kernel's qdisc (``kernel_queues``) next to the agent's queue model:
+
+* **Queue-model error**: |model backlog - kernel backlog| at the same instant, over the
+  samples where either holds at least ``min_queue_bytes`` (two 4 KB frames): RED and
+  Symphony decide on the model, so it must follow the real queue.
+* **Mininet-HiFi's invariant**: a port that is busy for a whole sampling interval must send
+  at its configured rate. A port is certainly busy over [t0, t1] when its backlog at t0
+  alone takes that long to send (backlog >= rate x (t1 - t0)); over those intervals the
+  bytes its shaper sent, divided by rate x (t1 - t0), is the *busy utilization*, 1.0 when
+  the link is emulated faithfully (below: the shaper was starved of CPU; above: it let
+  bursts through).
+
+Pure: the caller passes times, backlogs and byte counters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PortFidelity:
+    rate_bps: float
+    min_queue_bytes: float = 8192.0
+    samples: int = 0
+    err_sum_bytes: float = 0.0
+    err_max_bytes: float = 0.0
+    busy_intervals: int = 0
+    busy_sent_bytes: float = 0.0
+    busy_expected_bytes: float = 0.0
+    busy_util_min: float | None = None
+    _last: tuple | None = field(default=None, repr=False)   # (t_s, sent_bytes, backlog)
+
+    def sample(self, t_s: float, model_backlog: float, kernel_backlog: float,
+               sent_bytes: int) -> None:
+        if max(model_backlog, kernel_backlog) >= self.min_queue_bytes:
+            err = abs(model_backlog - kernel_backlog)
+            self.samples += 1
+            self.err_sum_bytes += err
+            self.err_max_bytes = max(self.err_max_bytes, err)
+        if self._last is not None:
+            t0, sent0, backlog0 = self._last
+            expected = self.rate_bps / 8 * (t_s - t0)
+            if expected > 0 and backlog0 >= expected and sent_bytes >= sent0:
+                util = (sent_bytes - sent0) / expected
+                self.busy_intervals += 1
+                self.busy_sent_bytes += sent_bytes - sent0
+                self.busy_expected_bytes += expected
+                self.busy_util_min = util if self.busy_util_min is None \
+                    else min(self.busy_util_min, util)
+        self._last = (t_s, sent_bytes, kernel_backlog)
+
+    def summary(self) -> dict:
+        return {"queue_samples": self.samples,
+                "queue_err_mean_bytes": self.err_sum_bytes / self.samples if self.samples
+                else None,
+                "queue_err_max_bytes": self.err_max_bytes if self.samples else None,
+                "busy_intervals": self.busy_intervals,
+                "busy_util": self.busy_sent_bytes / self.busy_expected_bytes
+                if self.busy_intervals else None,
+                "busy_util_min": self.busy_util_min}

@@ -1,0 +1,116 @@
+"""The fidelity monitor's pure parts: the qdisc dump parser, the per-port checks (queue
+model vs kernel, Mininet-HiFi's busy-link invariant) and the run verdict built from them."""
+
+import struct
+
+import pytest
+
+from emulator.report import fidelity
+from switch_agent import kernel_queues as kq
+from switch_agent.fidelity import PortFidelity
+
+RATE_BPS = 5e6                     # 625 000 B/s
+
+
+# --- the netlink parser ----------------------------------------------------------------
+
+def attr(kind, body):
+    data = struct.pack("=HH", 4 + len(body), kind) + body
+    return data + b"\0" * (-len(data) % 4)
+
+
+def qdisc_msg(ifindex, parent, kind, bytes_, backlog, drops=0, seq=1):
+    body = kq._TCMSG.pack(0, ifindex, 0x10000, parent, 0)
+    body += attr(kq.TCA_KIND, kind.encode() + b"\0")
+    body += attr(kq.TCA_STATS, kq._TC_STATS.pack(bytes_, 10, drops, 0, 0, 0, 2, backlog))
+    return kq._NLMSGHDR.pack(16 + len(body), kq.RTM_NEWQDISC, 2, seq, 0) + body
+
+
+def done_msg():
+    return kq._NLMSGHDR.pack(20, kq.NLMSG_DONE, 2, 1, 0) + b"\0" * 4
+
+
+def test_a_dump_datagram_parses_into_qdiscs_and_done():
+    data = (qdisc_msg(5, kq.TC_H_ROOT, "htb", 123456, 0)
+            + qdisc_msg(5, 0x10001, "bfifo", 100000, 8280, drops=3) + done_msg())
+    qs, done = kq.parse_dump(data)
+    assert done
+    assert qs == [kq.QdiscStats(5, "htb", True, 123456, 10, 0, 0),
+                  kq.QdiscStats(5, "bfifo", False, 100000, 10, 3, 8280)]
+
+
+def test_port_samples_take_sent_bytes_from_the_root_and_backlog_from_the_leaves():
+    qs = [kq.QdiscStats(5, "htb", True, 5000, 5, 0, 9999),
+          kq.QdiscStats(5, "bfifo", False, 4000, 4, 1, 4140),
+          kq.QdiscStats(5, "bfifo", False, 900, 1, 2, 4140),      # pq: the second class
+          kq.QdiscStats(7, "htb", True, 10, 1, 0, 0)]
+    got = kq.port_samples(qs, [5, 7, 9])
+    assert got == {5: kq.PortSample(5000, 8280, 3), 7: kq.PortSample(10, 0, 0)}
+
+
+def test_an_error_message_raises():
+    err = kq._NLMSGHDR.pack(36, kq.NLMSG_ERROR, 0, 1, 0) + struct.pack("=i", -1) + b"\0" * 16
+    with pytest.raises(OSError):
+        kq.parse_dump(err)
+
+
+# --- per-port checks -------------------------------------------------------------------
+
+def test_queue_error_counts_only_samples_with_a_queue():
+    f = PortFidelity(RATE_BPS)
+    f.sample(0.0, 0.0, 0.0, 0)             # idle: not a sample
+    f.sample(0.1, 20_000, 16_000, 0)
+    f.sample(0.2, 10_000, 12_000, 0)
+    s = f.summary()
+    assert s["queue_samples"] == 2
+    assert s["queue_err_mean_bytes"] == 3000 and s["queue_err_max_bytes"] == 4000
+
+
+def test_a_port_busy_for_a_whole_interval_is_held_to_its_rate():
+    f = PortFidelity(RATE_BPS)
+    f.sample(0.0, 0, 100_000, 0)           # 100 KB queued: busy for 160 ms at least
+    f.sample(0.1, 0, 90_000, 62_500)       # sent exactly rate x 0.1 s
+    f.sample(0.2, 0, 90_000, 62_500 + 50_000)   # sent only 80 %
+    s = f.summary()
+    assert s["busy_intervals"] == 2
+    assert s["busy_util"] == pytest.approx(112_500 / 125_000)
+    assert s["busy_util_min"] == pytest.approx(0.8)
+
+
+def test_an_interval_that_may_have_idled_is_not_judged():
+    f = PortFidelity(RATE_BPS)
+    f.sample(0.0, 0, 30_000, 0)            # 30 KB drains in 48 ms < 100 ms
+    f.sample(0.1, 0, 0, 30_000)
+    assert f.summary()["busy_intervals"] == 0 and f.summary()["busy_util"] is None
+
+
+# --- the verdict -----------------------------------------------------------------------
+
+def meas_with(port_fidelity: dict) -> dict:
+    return {"agents": {"leaf0": {"nfqueue": {}, "fidelity": port_fidelity}}}
+
+
+def test_a_faithful_port_adds_no_reason():
+    f = fidelity(meas_with({"leaf0-eth1": {"queue_err_mean_bytes": 2000, "busy_intervals": 10,
+                                           "busy_util": 0.99}}), RATE_BPS, 4096, [1.2], [])
+    assert f["faithful"], f["reasons"]
+    assert f["queue_err_mean_bytes_max"] == 2000 and f["busy_util_min"] == 0.99
+
+
+@pytest.mark.parametrize("port, words", [
+    ({"queue_err_mean_bytes": 30_000}, ["leaf0:leaf0-eth1", "queue model is 30.0 KB off"]),
+    ({"busy_intervals": 5, "busy_util": 0.7},
+     ["leaf0:leaf0-eth1", "busy port sent at 70% of its rate", "Mininet-HiFi"]),
+    ({"busy_intervals": 5, "busy_util": 1.3}, ["sent at 130% of its rate"]),
+])
+def test_an_unfaithful_port_is_named(port, words):
+    f = fidelity(meas_with({"leaf0-eth1": port}), RATE_BPS, 4096, [1.2], [])
+    assert not f["faithful"]
+    text = " ".join(f["reasons"])
+    assert all(w in text for w in words), text
+
+
+def test_too_few_busy_intervals_are_not_judged():
+    f = fidelity(meas_with({"leaf0-eth1": {"busy_intervals": 2, "busy_util": 0.5}}),
+                 RATE_BPS, 4096, [1.2], [])
+    assert f["faithful"] and f["busy_util_min"] is None
