@@ -183,6 +183,26 @@ def _cmd_sweep(args) -> int:
     return 1 if any(not r["faithful"] for r in rows) else 0
 
 
+def _cmd_cli(args) -> int:
+    from emulator.spec import SCHEMES
+    if args.scheme not in SCHEMES:
+        print(f"symphony-emu cli: --scheme {args.scheme!r}: allowed: {', '.join(SCHEMES)}",
+              file=sys.stderr)
+        return 2
+    spec = _load_spec(args)
+    if spec is None:
+        return 2
+    if spec.messages:
+        print(f"symphony-emu cli: {args.spec}: the CLI runs [[jobs]] specs; this one has "
+              "[[messages]]", file=sys.stderr)
+        return 2
+    if args.script and not os.path.isfile(args.script):
+        print(f"symphony-emu cli: --script {args.script}: no such file", file=sys.stderr)
+        return 2
+    from emulator import live
+    return live.run_cli(spec, args.scheme, args.seed, args.out, args.script)
+
+
 def _cmd_report(args) -> int:
     from emulator import report
     if not os.path.isdir(args.dir):
@@ -226,6 +246,17 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a spec value for every point (repeatable)")
     sw.set_defaults(func=_cmd_sweep, needs_root=True)
+    c = sub.add_parser("cli", help="open Mininet's CLI on a spec's fabric, with commands to "
+                                   "start jobs, switch Symphony, perturb, read stats, plot")
+    c.add_argument("spec")
+    c.add_argument("--scheme", default="symphony",
+                   help="switch behaviour: baseline, symphony (default), pq")
+    c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--out", help="output folder (default runs/out/<time>-<name>-cli)")
+    c.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a spec value (repeatable)")
+    c.add_argument("--script", help="run the CLI commands in this file, then exit")
+    c.set_defaults(func=_cmd_cli, needs_root=True)
     rp = sub.add_parser("report", help="recompute metrics and plots from a run folder")
     rp.add_argument("dir")
     rp.set_defaults(func=_cmd_report, needs_root=False)

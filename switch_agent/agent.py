@@ -181,10 +181,21 @@ class Agent:
             fields = {**asdict(self.pipeline.red), **{k: v for k, v in cmd.items() if k != "cmd"}}
             self.pipeline.red = RedParams(**fields)
             return {"ok": True, **asdict(self.pipeline.red)}
+        if kind == "port_rate":
+            port = next((i for i, p in self.pipeline.ports.items() if p.name == cmd.get("port")),
+                        None)
+            if port is None:
+                raise ValueError(f"unknown port {cmd.get('port')!r}; ports: "
+                                 f"{', '.join(p.name for p in self.pipeline.ports.values())}")
+            rate = float(cmd["rate_bps"])
+            self.pipeline.ports[port].queue.set_rate(rate, time.monotonic())
+            self.fidelity[port].rate_bps = rate
+            return {"ok": True, "port": cmd["port"], "rate_bps": rate}
         if kind == "drop_fraction":
             self.pipeline.set_drop_fraction(float(cmd["value"]))
             return {"ok": True, "drop_fraction": self.pipeline.drop_fraction}
-        raise ValueError(f"unknown command {kind!r}; allowed: stats, symphony, red, drop_fraction")
+        raise ValueError(f"unknown command {kind!r}; allowed: stats, symphony, red, port_rate, "
+                         "drop_fraction")
 
     def _serve_control(self) -> None:
         try:

@@ -60,6 +60,14 @@ class EgressQueue:
             self.t_last_s = now_s
         return self.q_bytes
 
+    def set_rate(self, rate_bps: float, now_s: float) -> None:
+        """Drain at ``rate_bps`` from ``now_s`` on (what was queued until then drained at
+        the old rate)."""
+        if rate_bps <= 0:
+            raise ValueError(f"rate_bps must be > 0, got {rate_bps}")
+        self.backlog(now_s)
+        self.rate_Bps = rate_bps / 8.0
+
     def enqueue(self, nbytes: int, now_s: float) -> float:
         """Offer ``nbytes``; returns the backlog including it, or -1.0 if drop-tail hit."""
         q = self.backlog(now_s) + nbytes

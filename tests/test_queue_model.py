@@ -194,3 +194,13 @@ def test_burst_credit_saved_while_idle_is_spent_by_the_next_arrivals():
 def test_negative_burst_is_rejected():
     with pytest.raises(ValueError, match="burst_bytes"):
         EgressQueue(RATE_BPS, BUFFER_BYTES, burst_bytes=-1)
+
+
+def test_a_rate_change_applies_from_its_time_on():
+    q = EgressQueue(8e6, 100_000)               # 1 MB/s
+    q.enqueue(10_000, 0.0)
+    q.set_rate(4e6, 0.004)                      # 4 KB drained at the old rate, then 0.5 MB/s
+    assert q.backlog(0.004) == pytest.approx(6000)
+    assert q.backlog(0.008) == pytest.approx(4000)
+    with pytest.raises(ValueError, match="rate_bps must be > 0"):
+        q.set_rate(0, 0.01)

@@ -189,6 +189,20 @@ def shape_commands(intf: str, rate_bps: float, buffer_bytes: int, pq: bool = Fal
     ]
 
 
+def rate_commands(intf: str, rate_bps: float, pq: bool = False) -> list[str]:
+    """Change a shaped port's rate in place (queued packets stay queued)."""
+    rate = int(rate_bps)
+    b = L2_BURST_BYTES
+    cmds = [f"tc class change dev {intf} parent 1: classid 1:1 htb rate {rate}bit "
+            f"ceil {rate}bit burst {b} cburst {b}"]
+    if pq:
+        cmds += [f"tc class change dev {intf} parent 1:1 classid 1:10 htb rate {rate}bit "
+                 f"ceil {rate}bit burst {b} cburst {b} prio 0",
+                 f"tc class change dev {intf} parent 1:1 classid 1:20 htb "
+                 f"rate {max(8, rate // 100)}bit ceil {rate}bit burst {b} cburst {b} prio 1"]
+    return cmds
+
+
 def interface_commands(intf: str) -> list[str]:
     return [f"ip link set dev {intf} mtu {FABRIC_MTU}",
             f"ethtool -K {intf} tso off gso off gro off >/dev/null 2>&1 || true"]
@@ -297,6 +311,14 @@ class FabricSwitch(Switch):
         _run(self, [f"ip link set dev {intf} {'up' if up else 'down'}"])
         if up:
             _run(self, self.route_commands())
+
+    def set_port_rate(self, intf: str, rate_bps: float) -> None:
+        """Shape ``intf`` to ``rate_bps`` from now on (a load imbalance switched on live);
+        the caller tells the agent too (control command ``port_rate``)."""
+        if intf not in self.intfNames():
+            raise ValueError(f"{self.name} has no port {intf!r}")
+        _run(self, rate_commands(intf, rate_bps, self.pq))
+        self.port_rate_bps[intf] = rate_bps
 
     def start_agent(self, ports: dict, timeout_s: float = 10.0) -> None:
         if self.rundir is None:

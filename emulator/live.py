@@ -1,0 +1,393 @@
+"""A spec's fabric kept up for interactive use: ``symphony-emu cli SPEC`` opens Mininet's
+CLI on it, with commands to start the spec's jobs, switch Symphony, apply perturbations,
+read the switches' state and plot what ran.
+
+    symphony-emu cli runs/table1.toml [--scheme symphony] [--out DIR]
+    symphony> job                     # start every job of the spec (again: a new run)
+    symphony> wait                    # until it ended
+    symphony> symphony set k=0.001
+    symphony> perturb imbalance switch=leaf0 toward=spine0 ratio=1.3
+    symphony> stats
+    symphony> plot
+
+Everything Mininet's CLI has works too (``h0 ping h5``, ``leaf0 tc -s qdisc``, ``py``).
+``LiveSession`` is the same as a Python API; the CLI commands are thin wrappers around it.
+Each ``job`` writes a run folder (``<out>/run<N>``) laid out as ``symphony-emu run``'s, so
+``plot`` (and ``symphony-emu report``) computes the usual metrics and figures from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, replace
+
+from mininet.cli import CLI
+from mininet.log import output
+
+from emulator import report, runner
+from emulator.network import Fabric
+from emulator.spec import Spec, SpecError, validate
+from switch_agent.agent import SYMPHONY_KEYS
+from topologies import fabric
+
+LIVE_PERTURBATIONS = ("imbalance", "link_down", "loss", "background")
+
+
+class LiveSession:
+    def __init__(self, spec: Spec, scheme: str = "symphony", seed: int = 1,
+                 out_dir: str | None = None):
+        self.spec, self.scheme, self.seed = spec, scheme, seed
+        self.out = out_dir or os.path.join(fabric.REPO_ROOT, "runs", "out",
+                                           time.strftime("%Y%m%d-%H%M%S") + f"-{spec.name}-cli")
+        os.makedirs(self.out, exist_ok=True)
+        self.fab: Fabric | None = None
+        self.runs: list[dict] = []             # {"dir", "procs", "t_start"}
+        self.applied: list[tuple[str, object]] = []   # (description, undo)
+        self.background: list = []
+
+    # --- lifecycle -----------------------------------------------------------------
+    def start(self) -> "LiveSession":
+        fabdir = os.path.join(self.out, "fabric")
+        self.fab = Fabric(runner.topology(self.spec, self.scheme, self.seed, fabdir),
+                          log_level="output")
+        self.fab.start()
+        return self
+
+    def stop(self) -> None:
+        for r in self.runs:
+            for p in r["procs"].values():
+                fabric.stop_process(p, 5)
+        for p in self.background:
+            fabric.stop_process(p, 5)
+        if self.fab is not None:
+            self.fab.stop()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # --- jobs ----------------------------------------------------------------------
+    def start_jobs(self, job_ids: list[int] | None = None, passes: int | None = None) -> str:
+        """Start the spec's jobs (or those ids) in 1 s; returns the new run folder."""
+        spec = self.spec
+        known = [j.id for j in spec.jobs]
+        if job_ids:
+            unknown = [j for j in job_ids if j not in known]
+            if unknown:
+                raise ValueError(f"unknown job id(s) {unknown}; the spec has {known}")
+        jobs = [j for j in spec.jobs if not job_ids or j.id in job_ids]
+        if passes is not None:
+            if passes < 1:
+                raise ValueError(f"passes={passes}: must be >= 1")
+            jobs = [replace(j, passes=passes) if j.workload is None else j for j in jobs]
+        busy = {h for r in self.runs if self._running(r) for h in r["procs"]}
+        spec = replace(spec, jobs=tuple(jobs))
+        lays = runner.layouts(spec)
+        hosts = {h for lay in lays for h in lay.hosts}
+        if hosts & busy:
+            raise ValueError(f"hosts {sorted(hosts & busy)} still run an earlier job "
+                             "(see `jobs`)")
+        # <out>/run<N>/<scheme>-seed<S>/: one run folder, as `symphony-emu run` writes them
+        group = os.path.join(self.out, f"run{len(self.runs) + 1}")
+        rundir = os.path.join(group, f"{self.scheme}-seed{self.seed}")
+        os.makedirs(rundir)
+        sc = runner.scale_of(spec)
+        manifest = {"spec_path": spec.path, "spec": spec.raw, "name": spec.name,
+                    "scheme": self.scheme, "seed": self.seed, "scale": {"dilation": sc.dilation},
+                    "link_rate_bps": runner.link_rate_bps(spec),
+                    "mtu_bytes": spec.transport.mtu_bytes, "path_hops": runner.path_hops(spec),
+                    "layouts": [asdict(x) for x in lays], "live": True}
+        with open(os.path.join(rundir, "manifest.json"), "w") as f:
+            json.dump(manifest, f, indent=1)
+        t_start = time.monotonic() + 1.0
+        ips = {h.name: h.IP() for h in self.fab.hosts}
+        cfgs = runner.rank_configs(spec, lays, self.seed, ips, t_start, rundir,
+                                   spec.run.timeout_s)
+        env = dict(os.environ, PYTHONPATH=fabric.REPO_ROOT)
+        procs = {}
+        for host, cfg in cfgs.items():
+            path = os.path.join(rundir, f"{host}.host.json")
+            with open(path, "w") as f:
+                json.dump(cfg, f, indent=1)
+            out = open(os.path.join(rundir, f"{host}.host.out"), "w")
+            procs[host] = self.fab[host].popen(
+                [sys.executable, "-m", "hosts.rank", "--config", path], stdout=out,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=fabric.REPO_ROOT)
+            out.close()
+        self.runs.append({"group": group, "dir": rundir, "procs": procs, "t_start": t_start,
+                          "total": sum(lay.passes * lay.steps * len(lay.hosts) for lay in lays),
+                          "jobs": [lay.job for lay in lays]})
+        return group
+
+    @staticmethod
+    def _running(run: dict) -> bool:
+        return any(p.poll() is None for p in run["procs"].values())
+
+    def progress(self, run: dict) -> tuple[int, int]:
+        """(steps applied, steps in all) of a run, from its ranks' progress lines."""
+        done = 0
+        for host in run["procs"]:
+            last = 0
+            with open(os.path.join(run["dir"], f"{host}.host.out")) as f:
+                for line in f:
+                    if line.startswith('{"progress"'):
+                        last = json.loads(line)["progress"]
+            done += last
+        return done, run["total"]
+
+    def wait(self, timeout_s: float = 600) -> bool:
+        """Wait for every started job; True if all ended in time."""
+        deadline = time.monotonic() + timeout_s
+        while any(self._running(r) for r in self.runs):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def finish(self, run: dict) -> dict:
+        """Measurements of an ended run (so ``report`` can judge it), then its summary."""
+        path = os.path.join(run["dir"], "measurements.json")
+        if not os.path.exists(path):
+            summaries = {}
+            for host in run["procs"]:
+                with open(os.path.join(run["dir"], f"{host}.host.out")) as f:
+                    for line in f:
+                        if '"rank_summary"' in line:
+                            summaries[host] = json.loads(line)
+            meas = {"t_start": run["t_start"], "timed_out": False, "rank_summaries": summaries,
+                    "host_exit": {h: p.returncode for h, p in run["procs"].items()}}
+            with open(path, "w") as f:
+                json.dump(meas, f, indent=1)
+        return report.summarize(run["group"])
+
+    # --- the switches --------------------------------------------------------------
+    def symphony(self, enabled: bool | None = None, **params) -> dict:
+        unknown = set(params) - set(SYMPHONY_KEYS)
+        if unknown:
+            raise ValueError(f"unknown Symphony parameter(s) {sorted(unknown)}; "
+                             f"allowed: {', '.join(SYMPHONY_KEYS)}")
+        cmd = {"cmd": "symphony", **params}
+        if enabled is not None:
+            cmd["enabled"] = enabled
+        return self.fab.agents(cmd)
+
+    def stats(self) -> dict:
+        """Per switch: marks by cause, per-job (step_min, alpha), per-port queue."""
+        out = {}
+        for name, s in self.fab.agents({"cmd": "stats"}).items():
+            c = s["counters"]["total"]
+            out[name] = {"symphony": s["symphony"]["enabled"],
+                         "marks_red": c.get("marks_red", 0),
+                         "marks_symphony": c.get("marks_symphony", 0),
+                         "marks_both": c.get("marks_both", 0),
+                         "jobs": {j: {"step_min": v["step_min"], "alpha": v["alpha"]}
+                                  for j, v in s["jobs"].items()},
+                         "queues": {p: round(q) for p, q in s["queues"].items()}}
+        return out
+
+    def perturb(self, kind: str, **kv) -> str:
+        """Apply a perturbation now; keys as in [[perturbations]] (validated the same
+        way). Returns its description; ``unperturb`` undoes the last one (or all)."""
+        if kind not in LIVE_PERTURBATIONS:
+            raise ValueError(f"kind {kind!r}: live perturbations are "
+                             f"{', '.join(LIVE_PERTURBATIONS)} (the others are set in the spec)")
+        raw = dict(self.spec.raw, perturbations=[{"kind": kind, **kv}])
+        if kind == "background":
+            raw["perturbations"][0].setdefault("duration_ms", 1e9)
+        try:
+            (p,) = validate(raw, self.spec.path).perturbations
+        except SpecError as e:
+            raise ValueError(str(e).replace("perturbations[0].", "")) from None
+        per_leaf = self.spec.topology.per_leaf
+        sc = runner.scale_of(self.spec)
+        if kind == "imbalance":
+            sw = self.fab[p.switch]
+            intf = fabric.port_toward(p.switch, p.toward, per_leaf)
+            old = sw.port_rate_bps.get(intf, sw.rate_bps)
+            self._set_rate(p.switch, intf, runner.link_rate_bps(self.spec) / p.ratio)
+            what = f"{p.switch}:{intf} (toward {p.toward}) at 1/{p.ratio:g} of the link rate"
+            undo = (lambda s=p.switch, i=intf, r=old: self._set_rate(s, i, r))
+        elif kind == "link_down":
+            sw = self.fab[p.switch]
+            intf = fabric.port_toward(p.switch, p.toward, per_leaf)
+            sw.set_link(intf, False)
+            what = f"{p.switch}:{intf} (toward {p.toward}) down"
+            undo = (lambda sw=sw, i=intf: sw.set_link(i, True))
+        elif kind == "loss":
+            self.fab.agent(p.switch, {"cmd": "drop_fraction", "value": p.fraction})
+            what = f"{p.switch} drops {p.fraction:.2%} of RoCE data packets"
+            undo = (lambda s=p.switch: self.fab.agent(s, {"cmd": "drop_fraction", "value": 0.0}))
+        else:
+            src, dst = self.fab[p.src], self.fab[p.dst]
+            rate = sc.rate_bps(p.rate_gbps * 1e9)
+            port = 5301 + len(self.background)
+            log = open(os.path.join(self.out, f"background{len(self.background)}.log"), "w")
+            srv = dst.popen(["iperf3", "-s", "-B", dst.IP(), "-p", str(port)], stdout=log,
+                            stderr=subprocess.STDOUT)
+            time.sleep(0.3)
+            cli = src.popen(["iperf3", "-c", dst.IP(), "-B", src.IP(), "-p", str(port), "-u",
+                             "-b", str(int(rate)), "-l", "1400", "-t", "86400"],
+                            stdout=log, stderr=subprocess.STDOUT)
+            log.close()
+            self.background += [cli, srv]
+            what = f"background {p.src}->{p.dst} at {rate / 1e6:g} Mbit/s"
+            undo = (lambda c=cli, s=srv: [fabric.stop_process(x, 5) for x in (c, s)])
+        self.applied.append((what, undo))
+        return what
+
+    def _set_rate(self, switch: str, intf: str, rate_bps: float) -> None:
+        self.fab[switch].set_port_rate(intf, rate_bps)
+        self.fab.agent(switch, {"cmd": "port_rate", "port": intf, "rate_bps": rate_bps})
+
+    def unperturb(self, everything: bool = False) -> list[str]:
+        undone = []
+        while self.applied:
+            what, undo = self.applied.pop()
+            undo()
+            undone.append(what)
+            if not everything:
+                break
+        return undone
+
+
+def _parse_kv(words: list[str]) -> dict:
+    """``key=value`` words; values as TOML would read them (numbers, true/false, strings)."""
+    out = {}
+    for w in words:
+        if "=" not in w:
+            raise ValueError(f"{w!r}: expected key=value")
+        k, v = w.split("=", 1)
+        try:
+            out[k] = json.loads(v.lower() if v.lower() in ("true", "false") else v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+class SymphonyCLI(CLI):
+    """Mininet's CLI plus the emulator's commands (``help <command>`` describes each)."""
+
+    prompt = "symphony> "
+
+    def __init__(self, session: LiveSession, **kwargs):
+        self.session = session
+        super().__init__(session.fab.net, **kwargs)
+
+    def _guard(self, fn, line):
+        try:
+            fn(line.split())
+        except (ValueError, RuntimeError, KeyError) as e:
+            output(f"*** {e}\n")
+
+    def do_job(self, line):
+        """job [ID ...] [passes=N]: start the spec's jobs (all, or these ids) in 1 s,
+        into a new run folder; `jobs` shows their progress, `plot` their figures."""
+        def run(words):
+            kv = _parse_kv([w for w in words if "=" in w])
+            unknown = set(kv) - {"passes"}
+            if unknown:
+                raise ValueError(f"unknown option(s) {sorted(unknown)}; allowed: passes")
+            ids = [int(w) for w in words if "=" not in w]
+            d = self.session.start_jobs(ids or None, kv.get("passes"))
+            output(f"started job(s) {self.session.runs[-1]['jobs']} -> {d}\n")
+        self._guard(run, line)
+
+    def do_jobs(self, line):
+        """jobs: the runs started here, their progress, and whether every result was right."""
+        for i, r in enumerate(self.session.runs, 1):
+            done, total = self.session.progress(r)
+            state = "running" if self.session._running(r) else "ended"
+            output(f"run{i}: jobs {r['jobs']}, {state}, steps {done}/{total}, {r['group']}\n")
+        if not self.session.runs:
+            output("no jobs started yet (`job`)\n")
+
+    def do_wait(self, line):
+        """wait [SECONDS]: until every job started here has ended (default: the spec's
+        run timeout)."""
+        def run(words):
+            t = float(words[0]) if words else self.session.spec.run.timeout_s
+            ok = self.session.wait(t)
+            output("all jobs ended\n" if ok else f"still running after {t:g} s\n")
+        self._guard(run, line)
+
+    def do_symphony(self, line):
+        """symphony on|off|set k=... tau=... t_win_s=... n_warmup=... n_sample=...:
+        switch Symphony on every switch, or change its parameters (t_win_s emulated)."""
+        def run(words):
+            if not words or words[0] not in ("on", "off", "set"):
+                raise ValueError("usage: symphony on|off|set key=value ...")
+            kv = _parse_kv(words[1:])
+            enabled = {"on": True, "off": False}.get(words[0])
+            replies = self.session.symphony(enabled, **kv)
+            output(f"{len(replies)} switches: " + json.dumps(next(iter(replies.values()))) + "\n")
+        self._guard(run, line)
+
+    def do_perturb(self, line):
+        """perturb KIND key=value ...: apply a perturbation now, keys as in the spec's
+        [[perturbations]] (real-scale units):
+          perturb imbalance switch=leaf0 toward=spine0 ratio=1.3
+          perturb link_down switch=leaf0 toward=spine1
+          perturb loss switch=spine0 fraction=0.01
+          perturb background src=h0 dst=h5 rate_gbps=2
+        `unperturb` undoes the last one, `unperturb all` every one."""
+        def run(words):
+            if not words:
+                raise ValueError("usage: perturb KIND key=value ...; kinds: "
+                                 + ", ".join(LIVE_PERTURBATIONS))
+            what = self.session.perturb(words[0], **_parse_kv(words[1:]))
+            output(f"applied: {what}\n")
+        self._guard(run, line)
+
+    def do_unperturb(self, line):
+        """unperturb [all]: undo the last perturbation (or all of them)."""
+        undone = self.session.unperturb(line.strip() == "all")
+        output("".join(f"undone: {w}\n" for w in undone) or "nothing to undo\n")
+
+    def do_stats(self, line):
+        """stats: per switch, Symphony on/off, marks by cause (RED, Symphony, both), each
+        job's step_min and alpha, and every port's modelled queue (bytes)."""
+        def run(words):
+            for name, s in self.session.stats().items():
+                jobs = ", ".join(f"job {j}: step_min {v['step_min']} alpha {v['alpha']:.3f}"
+                                 for j, v in s["jobs"].items()) or "no jobs seen"
+                queues = " ".join(f"{p}={q}" for p, q in s["queues"].items() if q) or "empty"
+                output(f"{name}: symphony {'on' if s['symphony'] else 'off'}, marks red "
+                       f"{s['marks_red']} symphony {s['marks_symphony']} both "
+                       f"{s['marks_both']}; {jobs}; queues {queues}\n")
+        self._guard(run, line)
+
+    def do_plot(self, line):
+        """plot [N]: metrics and figures of run N (default: the last), once it ended."""
+        def run(words):
+            if not self.session.runs:
+                raise ValueError("no jobs started yet (`job`)")
+            i = int(words[0]) if words else len(self.session.runs)
+            if not 1 <= i <= len(self.session.runs):
+                raise ValueError(f"no run {i}; runs are 1..{len(self.session.runs)}")
+            r = self.session.runs[i - 1]
+            if self.session._running(r):
+                raise ValueError(f"run{i} is still running (`jobs`)")
+            summary = self.session.finish(r)
+            report.print_tables(summary, self.session.spec.scale.dilation)
+            for p in summary.get("plots", []):
+                output(f"plot: {p}\n")
+        self._guard(run, line)
+
+
+def run_cli(spec: Spec, scheme: str, seed: int, out: str | None,
+            script: str | None = None) -> int:
+    with LiveSession(spec, scheme, seed, out) as s:
+        output(f"*** {spec.name}: {len(spec.topology.host_names)} hosts, scheme {scheme}; "
+               f"extra commands: job, jobs, wait, symphony, perturb, unperturb, stats, plot "
+               f"(help <command>); runs go to {s.out}\n")
+        SymphonyCLI(s, script=script)
+        running = [r for r in s.runs if s._running(r)]
+        if running:
+            output(f"*** stopping {len(running)} run(s) still going\n")
+    return 0
