@@ -1,0 +1,38 @@
+"""The fidelity verdict on real runs (root): an overloaded emulation is flagged, the
+default experiment is not."""
+
+import os
+
+import pytest
+
+from emulator import report, runner
+from emulator.spec import load
+from topologies.fabric import REPO_ROOT
+
+pytestmark = pytest.mark.emulation
+
+TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")
+
+
+def _verdict(tmp_path, overrides, scheme="symphony"):
+    spec = load(TABLE1, overrides)
+    runner.run_one(spec, scheme, 1, str(tmp_path / "run"))
+    res = report.analyze_run(str(tmp_path / "run"))
+    assert all(c["verified"] for j in res["jobs"] for c in j["collectives"]), res["jobs"]
+    return res["fidelity"]
+
+
+def test_links_too_fast_for_the_cpus_are_flagged_unfaithful(tmp_path):
+    # D = 50: 200 Mbit/s links, 40x the default; 16 Python ranks and 8 agents on 2 cores
+    # cannot keep up.
+    f = _verdict(tmp_path, ["scale.dilation=50", "jobs.0.passes=1"])
+    print("\noverloaded:", f["reasons"])
+    assert not f["faithful"]
+    assert any(w in r for r in f["reasons"]
+               for w in ("CPU", "pacing", "NFQUEUE", "busy port", "queue model"))
+
+
+def test_the_default_experiment_is_faithful(tmp_path):
+    f = _verdict(tmp_path, ["jobs.0.passes=2"])
+    print("\ndefault:", f)
+    assert f["faithful"], f["reasons"]
