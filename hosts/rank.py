@@ -35,6 +35,7 @@ Telemetry: the NIC's per-flow records plus one ``collective`` record per rank an
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 
@@ -374,7 +375,9 @@ def run(cfg: dict) -> dict:
                "collectives": len(colls), "expected": sum(p.passes for p in programs),
                "verified": sum(getattr(c, "verified", False) for c in colls),
                "timed_out": timed_out, "steps_applied": counts["applied"],
-               "steps_total": total_steps, **stats}
+               "steps_total": total_steps,
+               "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+               "cpu_s": sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), **stats}
     summary["ok"] = (not timed_out and summary["verified"] == summary["expected"])
     tele.write(summary)
     tele.close()

@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import select
 import signal
 import socket
@@ -272,7 +273,9 @@ class Agent:
         return 0
 
     def _shutdown(self) -> None:
-        final = {"type": "final", "t_s": time.monotonic(), **self.stats()}
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        final = {"type": "final", "t_s": time.monotonic(), **self.stats(),
+                 "max_rss_bytes": usage.ru_maxrss * 1024, "cpu_s": usage.ru_utime + usage.ru_stime}
         if self.nfq is not None:
             self.nfq.close()
         if self.kernel is not None:
