@@ -204,18 +204,17 @@ class LiveSession:
             (p,) = validate(raw, self.spec.path).perturbations
         except SpecError as e:
             raise ValueError(str(e).replace("perturbations[0].", "")) from None
-        per_leaf = self.spec.topology.per_leaf
         sc = runner.scale_of(self.spec)
         if kind == "imbalance":
             sw = self.fab[p.switch]
-            intf = fabric.port_toward(p.switch, p.toward, per_leaf)
+            intf = runner.port_toward(self.spec, p.switch, p.toward)
             old = sw.port_rate_bps.get(intf, sw.rate_bps)
             self._set_rate(p.switch, intf, runner.link_rate_bps(self.spec) / p.ratio)
             what = f"{p.switch}:{intf} (toward {p.toward}) at 1/{p.ratio:g} of the link rate"
             undo = (lambda s=p.switch, i=intf, r=old: self._set_rate(s, i, r))
         elif kind == "link_down":
             sw = self.fab[p.switch]
-            intf = fabric.port_toward(p.switch, p.toward, per_leaf)
+            intf = runner.port_toward(self.spec, p.switch, p.toward)
             sw.set_link(intf, False)
             what = f"{p.switch}:{intf} (toward {p.toward}) down"
             undo = (lambda sw=sw, i=intf: sw.set_link(i, True))

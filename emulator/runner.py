@@ -68,12 +68,20 @@ def agent_config(spec: Spec, scheme: str, seed: int) -> dict:
                          "n_sample": sy.n_sample}}
 
 
+def port_toward(spec: Spec, switch: str, neighbor: str) -> str:
+    """``switch``'s interface on its link to ``neighbor`` in this spec's fabric."""
+    t = spec.topology
+    pods = t.pods > 1
+    return fabric.port_toward(switch, neighbor, t.per_leaf, t.leaves if pods else 0,
+                              t.spines if pods else 0)
+
+
 def port_rates(spec: Spec) -> dict[str, dict[str, float]]:
     """Slower hops of ``imbalance`` perturbations: {switch: {interface: rate}}."""
     out: dict[str, dict[str, float]] = {}
     for p in spec.perturbations:
         if p.kind == "imbalance":
-            intf = fabric.port_toward(p.switch, p.toward, spec.topology.per_leaf)
+            intf = port_toward(spec, p.switch, p.toward)
             out.setdefault(p.switch, {})[intf] = link_rate_bps(spec) / p.ratio
     return out
 
@@ -85,7 +93,8 @@ def topology(spec: Spec, scheme: str, seed: int, rundir: str):
                 port_rates=port_rates(spec), pq=scheme == "pq")
     if t.kind == "dumbbell":
         return DumbbellTopo(t.hosts, **opts)
-    return LeafSpineTopo(t.leaves, t.spines, t.hosts_per_leaf, **opts)
+    return LeafSpineTopo(t.leaves, t.spines, t.hosts_per_leaf, pods=t.pods, cores=t.cores,
+                         oversubscription=t.oversubscription, **opts)
 
 
 class Perturbations:
@@ -98,7 +107,6 @@ class Perturbations:
         self.actions: list[tuple[float, str, object]] = []
         self.procs: list = []
         self.log: list[dict] = []
-        per_leaf = spec.topology.per_leaf
         for i, p in enumerate(spec.perturbations):
             if p.kind == "loss":
                 fab.agent(p.switch, {"cmd": "drop_fraction", "value": p.fraction})
@@ -107,7 +115,7 @@ class Perturbations:
                 self._at(sc.time_s(p.at_ms * 1e-3), "symphony on everywhere",
                          lambda: fab.agents({"cmd": "symphony", "enabled": True}))
             elif p.kind == "link_down":
-                sw, intf = fab[p.switch], fabric.port_toward(p.switch, p.toward, per_leaf)
+                sw, intf = fab[p.switch], port_toward(spec, p.switch, p.toward)
                 self._at(sc.time_s(p.at_ms * 1e-3), f"{p.switch}:{intf} down",
                          lambda sw=sw, intf=intf: sw.set_link(intf, False))
                 if p.up_ms >= 0:

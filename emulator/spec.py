@@ -19,6 +19,9 @@ quantities are the same at both scales. A complete spec with every key::
     routing = "ecmp"                 # ecmp | static
     link_rate_gbps = 10.0
     buffer_bytes = 524288            # per switch egress port
+    pods = 1                         # > 1: pods of `leaves` x `spines`, joined by cores
+    cores = 0                        # core switches (every spine links to every core)
+    oversubscription = 1.0           # spine downlink : uplink capacity (sets core links' rate)
 
     [switch]                         # RED/ECN of the congestion point
     red = true
@@ -132,10 +135,14 @@ class TopologySpec:
     routing: str = "ecmp"
     link_rate_gbps: float = 10.0
     buffer_bytes: int = 512 * 1024
+    pods: int = 1
+    cores: int = 0
+    oversubscription: float = 1.0
 
     @property
     def host_names(self) -> list[str]:
-        n = self.leaves * self.hosts_per_leaf if self.kind == "leafspine" else self.hosts
+        n = self.leaves * self.pods * self.hosts_per_leaf if self.kind == "leafspine" \
+            else self.hosts
         return [f"h{i}" for i in range(n)]
 
     @property
@@ -416,6 +423,18 @@ def validate(raw: dict, path: str) -> Spec:
     _need(2 <= topo.hosts <= 254, path, "topology.hosts", topo.hosts, "must be in 2..254")
     _need(topo.link_rate_gbps > 0, path, "topology.link_rate_gbps", topo.link_rate_gbps,
           "must be > 0")
+    _need(1 <= topo.pods <= 16 and (topo.pods == 1 or topo.kind == "leafspine"), path,
+          "topology.pods", topo.pods, "must be in 1..16 (several: leafspine only)")
+    _need(topo.pods * topo.leaves <= 128 and topo.pods * topo.spines <= 127, path,
+          "topology.pods", topo.pods, "pods x leaves must be <= 128 and pods x spines <= 127")
+    _need(0 <= topo.cores <= 32 and (topo.pods == 1 or topo.cores >= 1), path,
+          "topology.cores", topo.cores, "must be in 0..32, and >= 1 with several pods")
+    _need(topo.pods == 1 or topo.spines >= 1, path, "topology.spines", topo.spines,
+          "several pods need at least one spine per pod")
+    _need(topo.pods == 1 or topo.routing == "ecmp", path, "topology.routing", topo.routing,
+          "several pods are routed with ecmp only")
+    _need(topo.oversubscription > 0, path, "topology.oversubscription",
+          topo.oversubscription, "must be > 0 (spine downlink : uplink capacity)")
     _need(topo.buffer_bytes >= 16_384, path, "topology.buffer_bytes", topo.buffer_bytes,
           "must be >= 16384 (a few 4 KB frames)")
     _need(0 <= sw.kmin_bytes < sw.kmax_bytes, path, "switch.kmin_bytes", sw.kmin_bytes,
@@ -531,17 +550,26 @@ def _validate_message(m: MessageSpec, where: str, path: str, topo: TopologySpec)
 def switch_names(topo: TopologySpec) -> list[str]:
     if topo.kind == "dumbbell":
         return ["leaf0"]
-    return [f"leaf{t}" for t in range(topo.leaves)] + [f"spine{s}" for s in range(topo.spines)]
+    return ([f"leaf{t}" for t in range(topo.leaves * topo.pods)]
+            + [f"spine{s}" for s in range(topo.spines * topo.pods)]
+            + [f"core{c}" for c in range(topo.cores)])
 
 
 def neighbors(topo: TopologySpec, switch: str) -> list[str]:
     """Nodes one link away from ``switch``."""
+    if switch.startswith("core"):
+        return [f"spine{g}" for g in range(topo.spines * topo.pods)]
     if switch.startswith("spine"):
-        return [f"leaf{t}" for t in range(topo.leaves)]
+        pod = int(switch[5:]) // topo.spines
+        return ([f"leaf{t}" for t in range(pod * topo.leaves, (pod + 1) * topo.leaves)]
+                + [f"core{c}" for c in range(topo.cores)])
     t = int(switch[4:])
     per = topo.per_leaf
     hosts = [f"h{t * per + i}" for i in range(per)]
-    return hosts + ([f"spine{s}" for s in range(topo.spines)] if topo.kind == "leafspine" else [])
+    if topo.kind != "leafspine":
+        return hosts
+    pod = t // topo.leaves
+    return hosts + [f"spine{g}" for g in range(pod * topo.spines, (pod + 1) * topo.spines)]
 
 
 def _validate_perturbation(p: PerturbationSpec, raw: dict, where: str, path: str,

@@ -10,15 +10,20 @@ says what every node *is*:
   bounded FIFO = switch buffer per port), every forwarded packet queued to NFQUEUE 0,
   and the switch agent (``python -m switch_agent``) running on that queue.
 
-Addressing plan (leaf t, host i on it, spine s):
+Addressing plan (leaf t, host i on it, spine s, core c; leaves and spines numbered
+across pods: pod p has leaves p*L .. p*L+L-1 and spines p*S .. p*S+S-1):
 
     host      10.t.i.2/24, gateway 10.t.i.1 (the leaf's port)
-    leaf<->spine  10.(128+s).t.1/24 on the leaf, .2 on the spine
+    leaf<->spine  10.(128+s).t.1/24 on the leaf, .2 on the spine (same pod only)
+    spine<->core  172.(16+c).s.1/24 on the spine, .2 on the core (multi-pod)
 
-Routing: leaves reach other leaves' hosts (10.t'.0.0/16) over all spines as one
-multipath route (``ecmp``), or host i of any leaf over spine ``i mod S`` (``static``:
-ring/channel r, made of host r of every leaf, rides spine r mod S). Spines route
-10.t.0.0/16 to leaf t.
+Routing: leaves reach other leaves' hosts (10.t'.0.0/16) over all spines of their pod as
+one multipath route (``ecmp``), or host i of any leaf over spine ``i mod S`` (``static``:
+ring/channel r, made of host r of every leaf, rides spine r mod S; one pod only). Spines
+route 10.t.0.0/16 to leaf t of their pod, and other pods' leaves over all cores
+(multipath); a core routes leaf t over all spines of t's pod (multipath). Spine-core
+links run at ``core_rate_bps``: the pod's oversubscription is a spine's downlink capacity
+over its uplink capacity, L x rate / (C x core rate) (the paper's Table 1: 2 or 4 cores).
 """
 
 from __future__ import annotations
@@ -79,6 +84,20 @@ def spine_downlink_ip(leaf: int, spine: int) -> str:
     return f"10.{128 + spine}.{leaf}.2"
 
 
+def spine_uplink_ip(spine: int, core: int) -> str:
+    return f"172.{16 + core}.{spine}.1"
+
+
+def core_downlink_ip(spine: int, core: int) -> str:
+    return f"172.{16 + core}.{spine}.2"
+
+
+def core_rate_bps(rate_bps: float, leaves_per_pod: int, cores: int,
+                  oversubscription: float) -> float:
+    """Spine-core link rate giving a spine ``oversubscription``:1 (downlinks : uplinks)."""
+    return rate_bps * leaves_per_pod / (cores * oversubscription)
+
+
 def host_name(leaf: int, i: int, hosts_per_leaf: int) -> str:
     return f"h{leaf * hosts_per_leaf + i}"
 
@@ -91,6 +110,10 @@ def spine_name(spine: int) -> str:
     return f"spine{spine}"
 
 
+def core_name(core: int) -> str:
+    return f"core{core}"
+
+
 def leaf_port_to_host(leaf: int, i: int) -> str:
     """Interface of ``leaf`` towards its host ``i`` (ports are numbered in link order:
     hosts first, then spines)."""
@@ -98,26 +121,65 @@ def leaf_port_to_host(leaf: int, i: int) -> str:
 
 
 def leaf_port_to_spine(leaf: int, spine: int, hosts_per_leaf: int) -> str:
+    """``spine``: its index within the leaf's pod."""
     return f"{leaf_name(leaf)}-eth{hosts_per_leaf + spine + 1}"
 
 
 def spine_port_to_leaf(spine: int, leaf: int) -> str:
+    """``leaf``: its index within the spine's pod."""
     return f"{spine_name(spine)}-eth{leaf + 1}"
 
 
-def port_toward(switch: str, neighbor: str, hosts_per_leaf: int) -> str:
-    """The interface of ``switch`` on its link to ``neighbor`` (a host, leaf or spine)."""
+def spine_port_to_core(spine: int, core: int, leaves_per_pod: int) -> str:
+    return f"{spine_name(spine)}-eth{leaves_per_pod + core + 1}"
+
+
+def core_port_to_spine(core: int, spine: int) -> str:
+    return f"{core_name(core)}-eth{spine + 1}"
+
+
+def port_toward(switch: str, neighbor: str, hosts_per_leaf: int, leaves_per_pod: int = 0,
+                spines_per_pod: int = 0) -> str:
+    """The interface of ``switch`` on its link to ``neighbor`` (a host, leaf, spine or
+    core). ``leaves_per_pod`` / ``spines_per_pod``: 0 for a single pod."""
+    big = 1 << 30
+    lp, sp = leaves_per_pod or big, spines_per_pod or big
     if switch.startswith("spine") and neighbor.startswith("leaf"):
-        return spine_port_to_leaf(int(switch[5:]), int(neighbor[4:]))
+        g, t = int(switch[5:]), int(neighbor[4:])
+        if t // lp == g // sp:
+            return spine_port_to_leaf(g, t % lp)
+    if switch.startswith("spine") and neighbor.startswith("core") and leaves_per_pod:
+        return spine_port_to_core(int(switch[5:]), int(neighbor[4:]), leaves_per_pod)
+    if switch.startswith("core") and neighbor.startswith("spine"):
+        return core_port_to_spine(int(switch[4:]), int(neighbor[5:]))
     if switch.startswith("leaf"):
         t = int(switch[4:])
         if neighbor.startswith("spine"):
-            return leaf_port_to_spine(t, int(neighbor[5:]), hosts_per_leaf)
+            g = int(neighbor[5:])
+            if t // lp == g // sp:
+                return leaf_port_to_spine(t, g % sp, hosts_per_leaf)
         if neighbor.startswith("h"):
             i = int(neighbor[1:]) - t * hosts_per_leaf
             if 0 <= i < hosts_per_leaf:
                 return leaf_port_to_host(t, i)
     raise ValueError(f"{switch} has no link to {neighbor}")
+
+
+def check_pods(pods: int, cores: int, leaves: int, spines: int, routing: str,
+               oversubscription: float) -> None:
+    if not 1 <= pods <= 16:
+        raise ValueError(f"pods must be in 1..16, got {pods}")
+    if pods * leaves > MAX_LEAVES or pods * spines > MAX_SPINES:
+        raise ValueError(f"pods x leaves must be <= {MAX_LEAVES} and pods x spines <= "
+                         f"{MAX_SPINES}, got {pods * leaves} and {pods * spines}")
+    if pods > 1 and (cores < 1 or spines < 1):
+        raise ValueError("several pods need at least one core and one spine per pod")
+    if not 0 <= cores <= 32:
+        raise ValueError(f"cores must be in 0..32, got {cores}")
+    if pods > 1 and routing != "ecmp":
+        raise ValueError("several pods are routed with ecmp only")
+    if oversubscription <= 0:
+        raise ValueError(f"oversubscription must be > 0, got {oversubscription}")
 
 
 def check_shape(leaves: int, spines: int, hosts_per_leaf: int, routing: str) -> None:
@@ -134,23 +196,43 @@ def check_shape(leaves: int, spines: int, hosts_per_leaf: int, routing: str) -> 
 
 
 def leaf_routes(leaf: int, leaves: int, spines: int, hosts_per_leaf: int,
-                routing: str) -> list[tuple[str, list[str]]]:
-    """(destination prefix, next hops) of one leaf towards the other leaves' hosts."""
+                routing: str, pods: int = 1) -> list[tuple[str, list[str]]]:
+    """(destination prefix, next hops) of one leaf towards the other leaves' hosts
+    (``leaves``, ``spines``: per pod)."""
     routes = []
-    for other in range(leaves):
+    pod_spines = range((leaf // leaves) * spines, (leaf // leaves + 1) * spines)
+    for other in range(leaves * pods):
         if other == leaf:
             continue
         if routing == "ecmp":
             routes.append((f"10.{other}.0.0/16",
-                           [spine_downlink_ip(leaf, s) for s in range(spines)]))
+                           [spine_downlink_ip(leaf, s) for s in pod_spines]))
         else:
             for i in range(hosts_per_leaf):
                 routes.append((f"10.{other}.{i}.0/24", [spine_downlink_ip(leaf, i % spines)]))
     return routes
 
 
-def spine_routes(spine: int, leaves: int) -> list[tuple[str, list[str]]]:
-    return [(f"10.{leaf}.0.0/16", [leaf_uplink_ip(leaf, spine)]) for leaf in range(leaves)]
+def spine_routes(spine: int, leaves: int, spines: int = 1, pods: int = 1,
+                 cores: int = 0) -> list[tuple[str, list[str]]]:
+    """Own pod's leaves directly; other pods' leaves over every core."""
+    pod = spine // spines
+    routes = []
+    for leaf in range(leaves * pods):
+        if leaf // leaves == pod:
+            routes.append((f"10.{leaf}.0.0/16", [leaf_uplink_ip(leaf, spine)]))
+        else:
+            routes.append((f"10.{leaf}.0.0/16",
+                           [core_downlink_ip(spine, c) for c in range(cores)]))
+    return routes
+
+
+def core_routes(core: int, leaves: int, spines: int, pods: int) -> list[tuple[str, list[str]]]:
+    """Leaf t over every spine of its pod."""
+    return [(f"10.{leaf}.0.0/16",
+             [spine_uplink_ip(g, core) for g in range((leaf // leaves) * spines,
+                                                      (leaf // leaves + 1) * spines)])
+            for leaf in range(leaves * pods)]
 
 
 # --- shaping (one place for qdiscs) ----------------------------------------------------

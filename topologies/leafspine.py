@@ -24,27 +24,44 @@ from topologies import fabric  # noqa: E402
 
 
 class LeafSpineTopo(Topo):
-    """Every leaf links to every spine; ``hosts_per_leaf`` hosts hang off each leaf."""
+    """Every leaf links to every spine of its pod; ``hosts_per_leaf`` hosts hang off each
+    leaf. With ``pods`` > 1 (``leaves`` and ``spines`` per pod) every spine also links to
+    every one of ``cores`` core switches, at the rate that gives ``oversubscription``:1
+    (paper Table 1's multi-pod fabric: 2 or 4 cores)."""
 
     def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=fabric.DEFAULT_RATE_BPS,
               buffer_bytes=fabric.DEFAULT_BUFFER_BYTES, routing="ecmp", agent=None,
-              rundir=None, with_agent=True, port_rates=None, pq=False):
+              rundir=None, with_agent=True, port_rates=None, pq=False, pods=1, cores=0,
+              oversubscription=1.0):
         """``port_rates``: {switch name: {interface: rate_bps}} overrides of single
         egress ports (a slower hop); ``agent``: agent config keys (red, symphony, ...)."""
         fabric.check_shape(leaves, spines, hosts_per_leaf, routing)
+        fabric.check_pods(pods, cores, leaves, spines, routing, oversubscription)
         switch_opts = dict(cls=fabric.FabricSwitch, rate_bps=rate_bps, buffer_bytes=buffer_bytes,
                            agent=agent, rundir=rundir, with_agent=with_agent, inNamespace=True,
                            pq=pq)
         port_rates = port_rates or {}
-        for t in range(leaves):
+        core_rate = fabric.core_rate_bps(rate_bps, leaves, cores, oversubscription) if cores \
+            else rate_bps
+
+        def rates(name, extra=None):
+            return {**(extra or {}), **port_rates.get(name, {})} or None
+        for t in range(leaves * pods):
             name = fabric.leaf_name(t)
-            self.addSwitch(name, routes=fabric.leaf_routes(t, leaves, spines, hosts_per_leaf, routing),
-                           port_rate_bps=port_rates.get(name), **switch_opts)
-        for s in range(spines):
-            name = fabric.spine_name(s)
-            self.addSwitch(name, routes=fabric.spine_routes(s, leaves),
-                           port_rate_bps=port_rates.get(name), **switch_opts)
-        for t in range(leaves):
+            self.addSwitch(name, routes=fabric.leaf_routes(t, leaves, spines, hosts_per_leaf,
+                                                           routing, pods),
+                           port_rate_bps=rates(name), **switch_opts)
+        for g in range(spines * pods):
+            name = fabric.spine_name(g)
+            uplinks = {fabric.spine_port_to_core(g, c, leaves): core_rate for c in range(cores)}
+            self.addSwitch(name, routes=fabric.spine_routes(g, leaves, spines, pods, cores),
+                           port_rate_bps=rates(name, uplinks), **switch_opts)
+        for c in range(cores):
+            name = fabric.core_name(c)
+            down = {fabric.core_port_to_spine(c, g): core_rate for g in range(spines * pods)}
+            self.addSwitch(name, routes=fabric.core_routes(c, leaves, spines, pods),
+                           port_rate_bps=rates(name, down), **switch_opts)
+        for t in range(leaves * pods):
             for i in range(hosts_per_leaf):
                 h = self.addHost(fabric.host_name(t, i, hosts_per_leaf), cls=fabric.FabricHost,
                                  ip=fabric.host_ip(t, i) + "/24",
@@ -52,10 +69,16 @@ class LeafSpineTopo(Topo):
                                  rate_bps=rate_bps, buffer_bytes=buffer_bytes)
                 self.addLink(h, fabric.leaf_name(t),
                              params2={"ip": fabric.host_gateway(t, i) + "/24"})
-            for s in range(spines):
-                self.addLink(fabric.leaf_name(t), fabric.spine_name(s),
-                             params1={"ip": fabric.leaf_uplink_ip(t, s) + "/24"},
-                             params2={"ip": fabric.spine_downlink_ip(t, s) + "/24"})
+            pod = t // leaves
+            for g in range(pod * spines, (pod + 1) * spines):
+                self.addLink(fabric.leaf_name(t), fabric.spine_name(g),
+                             params1={"ip": fabric.leaf_uplink_ip(t, g) + "/24"},
+                             params2={"ip": fabric.spine_downlink_ip(t, g) + "/24"})
+        for g in range(spines * pods):
+            for c in range(cores):
+                self.addLink(fabric.spine_name(g), fabric.core_name(c),
+                             params1={"ip": fabric.spine_uplink_ip(g, c) + "/24"},
+                             params2={"ip": fabric.core_downlink_ip(g, c) + "/24"})
 
 
 def leafspine(leaves=4, spines=4, hosts_per_leaf=4, routing="ecmp"):
@@ -63,4 +86,11 @@ def leafspine(leaves=4, spines=4, hosts_per_leaf=4, routing="ecmp"):
     return LeafSpineTopo(int(leaves), int(spines), int(hosts_per_leaf), routing=routing)
 
 
-topos = {"leafspine": leafspine}
+def multipod(pods=2, leaves=4, spines=4, hosts_per_leaf=4, cores=2, oversubscription=1.0):
+    """`mn --topo multipod,P,T,S,H,C[,oversubscription]`: P pods of T leaves and S spines,
+    C cores"""
+    return LeafSpineTopo(int(leaves), int(spines), int(hosts_per_leaf), pods=int(pods),
+                         cores=int(cores), oversubscription=float(oversubscription))
+
+
+topos = {"leafspine": leafspine, "multipod": multipod}
