@@ -23,7 +23,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 from mininet.cli import CLI
 from mininet.log import output
@@ -97,14 +97,7 @@ class LiveSession:
         group = os.path.join(self.out, f"run{len(self.runs) + 1}")
         rundir = os.path.join(group, f"{self.scheme}-seed{self.seed}")
         os.makedirs(rundir)
-        sc = runner.scale_of(spec)
-        manifest = {"spec_path": spec.path, "spec": spec.raw, "name": spec.name,
-                    "scheme": self.scheme, "seed": self.seed, "scale": {"dilation": sc.dilation},
-                    "link_rate_bps": runner.link_rate_bps(spec),
-                    "mtu_bytes": spec.transport.mtu_bytes, "path_hops": runner.path_hops(spec),
-                    "layouts": [asdict(x) for x in lays], "live": True}
-        with open(os.path.join(rundir, "manifest.json"), "w") as f:
-            json.dump(manifest, f, indent=1)
+        runner.write_manifest(rundir, spec, self.scheme, self.seed, lays, live=True)
         t_start = time.monotonic() + 1.0
         ips = {h.name: h.IP() for h in self.fab.hosts}
         cfgs = runner.rank_configs(spec, lays, self.seed, ips, t_start, rundir,

@@ -280,19 +280,25 @@ def _versions() -> dict:
     return out
 
 
+def write_manifest(rundir: str, spec: Spec, scheme: str, seed: int,
+                   lays: list[joblib.JobLayout], **extra) -> None:
+    """``manifest.json``: what ran (spec, scheme, seed, scale, layouts, versions)."""
+    manifest = {"spec_path": spec.path, "spec": spec.raw, "name": spec.name, "scheme": scheme,
+                "seed": seed, "scale": {"dilation": scale_of(spec).dilation},
+                "link_rate_bps": link_rate_bps(spec), "mtu_bytes": spec.transport.mtu_bytes,
+                "path_hops": path_hops(spec), "layouts": [asdict(x) for x in lays],
+                "versions": _versions(), "git_revision": _git_revision(),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "machine": {"cpus": os.cpu_count(), "node": platform.node()}, **extra}
+    with open(os.path.join(rundir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+
+
 def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> dict:
     """One (scheme, seed) run into ``rundir``; returns the live measurements."""
     os.makedirs(rundir, exist_ok=True)
     lays = layouts(spec)
-    sc = scale_of(spec)
-    manifest = {"spec_path": spec.path, "spec": spec.raw, "name": spec.name, "scheme": scheme,
-                "seed": seed, "scale": {"dilation": sc.dilation}, "link_rate_bps": link_rate_bps(spec),
-                "mtu_bytes": spec.transport.mtu_bytes, "path_hops": path_hops(spec),
-                "layouts": [asdict(x) for x in lays], "versions": _versions(),
-                "git_revision": _git_revision(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "machine": {"cpus": os.cpu_count(), "node": platform.node()}}
-    with open(os.path.join(rundir, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
+    write_manifest(rundir, spec, scheme, seed, lays)
     timeout_s = spec.run.timeout_s
     meas = {"timed_out": False, "host_exit": {}}
     cpu = CpuMeter()
