@@ -50,6 +50,22 @@ def _records(rundir: str, kind: str) -> list[dict]:
     return out
 
 
+def _agent_fidelity_from_finals(rundir: str, meas: dict) -> None:
+    """Agents' fidelity summaries from their ``final`` telemetry records where
+    ``measurements.json`` lacks them (runs recorded before it carried them), so every run
+    is judged by the same checks."""
+    for name, a in meas.get("agents", {}).items():
+        if a.get("fidelity"):
+            continue
+        path = os.path.join(rundir, f"{name}.jsonl")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            finals = [r for r in map(json.loads, filter(str.strip, f)) if r.get("type") == "final"]
+        if finals and finals[-1].get("fidelity"):
+            a["fidelity"] = finals[-1]["fidelity"]
+
+
 def analyze_run(rundir: str) -> dict:
     with open(os.path.join(rundir, "manifest.json")) as f:
         man = json.load(f)
@@ -57,6 +73,7 @@ def analyze_run(rundir: str) -> dict:
     if os.path.exists(os.path.join(rundir, "measurements.json")):
         with open(os.path.join(rundir, "measurements.json")) as f:
             meas = json.load(f)
+    _agent_fidelity_from_finals(rundir, meas)
     rate, mtu = man["link_rate_bps"], man["mtu_bytes"]
     lays = [JobLayout(**{**x, "hosts": tuple(x["hosts"]),
                          "rings": tuple(tuple(r) for r in x["rings"]),

@@ -243,9 +243,13 @@ from switch_agent.agent import PQ_HIGH_DSCP  # noqa: E402  (lagging flows' DSCP,
 def shape_commands(intf: str, rate_bps: float, buffer_bytes: int, pq: bool = False) -> list[str]:
     """HTB at ``rate_bps`` with a bounded byte FIFO as its only leaf (drop-tail); with
     ``pq``, two leaf classes instead: prio 0 for packets to which the agent gave DSCP
-    ``PQ_HIGH_DSCP`` (lagging flows; a u32 filter on the TOS byte), prio 1 for the rest, each with a token guarantee
-    of 1 % and the link rate as ceiling, so the prio-0 class takes what it wants first
-    (strict priority, DESIGN.md §5.4), each with its own FIFO of ``buffer_bytes``."""
+    ``PQ_HIGH_DSCP`` (lagging flows; a u32 filter on the TOS byte), prio 1 for the rest,
+    both with the link rate as ceiling, so the prio-0 class takes what it wants first
+    (strict priority, DESIGN.md §5.4), each with its own FIFO of ``buffer_bytes``. HTB
+    needs a guaranteed rate per class: 1 % for prio 1, the other 99 % for prio 0, so the
+    guarantees add up to the link rate. (Giving prio 0 the whole rate on top of prio 1's
+    1 % let the port send 1 % faster than the link; the fidelity monitor caught it as a
+    queue model 15 KB off the kernel's backlog.)"""
     rate = int(rate_bps)
     if pq:
         low = max(8, rate // 100)
@@ -254,8 +258,8 @@ def shape_commands(intf: str, rate_bps: float, buffer_bytes: int, pq: bool = Fal
             f"tc qdisc replace dev {intf} root handle 1: htb default 20",
             f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate}bit ceil {rate}bit "
             f"burst {b} cburst {b}",
-            f"tc class replace dev {intf} parent 1:1 classid 1:10 htb rate {rate}bit ceil {rate}bit "
-            f"burst {b} cburst {b} prio 0",
+            f"tc class replace dev {intf} parent 1:1 classid 1:10 htb rate {rate - low}bit "
+            f"ceil {rate}bit burst {b} cburst {b} prio 0",
             f"tc class replace dev {intf} parent 1:1 classid 1:20 htb rate {low}bit ceil {rate}bit "
             f"burst {b} cburst {b} prio 1",
             f"tc qdisc replace dev {intf} parent 1:10 handle 10: bfifo limit {int(buffer_bytes)}",
@@ -278,8 +282,8 @@ def rate_commands(intf: str, rate_bps: float, pq: bool = False) -> list[str]:
     cmds = [f"tc class change dev {intf} parent 1: classid 1:1 htb rate {rate}bit "
             f"ceil {rate}bit burst {b} cburst {b}"]
     if pq:
-        cmds += [f"tc class change dev {intf} parent 1:1 classid 1:10 htb rate {rate}bit "
-                 f"ceil {rate}bit burst {b} cburst {b} prio 0",
+        cmds += [f"tc class change dev {intf} parent 1:1 classid 1:10 htb "
+                 f"rate {rate - max(8, rate // 100)}bit ceil {rate}bit burst {b} cburst {b} prio 0",
                  f"tc class change dev {intf} parent 1:1 classid 1:20 htb "
                  f"rate {max(8, rate // 100)}bit ceil {rate}bit burst {b} cburst {b} prio 1"]
     return cmds
