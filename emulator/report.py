@@ -18,7 +18,9 @@ saw), mean pacing lateness above 25 % of a frame time, a port whose queue model 
 average more than 2 frames off the kernel's backlog, a port that sent at less than 90 % or
 more than 110 % of its rate while certainly busy (Mininet-HiFi's invariant; judged from
 >= 3 such sampling intervals; see switch_agent/fidelity.py), a collective faster than the
-theoretical lockstep bound (a broken measurement), a run that timed out, and any
+theoretical lockstep bound (a broken measurement), a retransmission timeout in a run
+where no switch dropped or lost a packet (go-back-N resent data that was only late: the
+emulation stalled longer than ``transport.rto_us``), a run that timed out, and any
 collective whose result was wrong (that one is an error, not just unfaithful).
 """
 
@@ -132,9 +134,14 @@ def analyze_run(rundir: str) -> dict:
         for name, summ in meas.get("rank_summaries", {}).items():
             if not summ.get("ok"):
                 wrong.append(f"host {name}: {summ.get('bad') or summ.get('missing')}")
-    fid = fidelity(meas, rate, mtu, ratios, wrong)
+    sends = _records(rundir, "send_flow")
+    transport = {k: sum(r.get(k) or 0 for r in sends)
+                 for k in ("packets", "retransmits", "timeouts", "naks", "cnps")}
+    lossy = any(p.get("kind") in ("loss", "link_down")
+                for p in man["spec"].get("perturbations", []))
+    fid = fidelity(meas, rate, mtu, ratios, wrong, transport, lossy)
     out = {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir, "jobs": jobs_out,
-           "fidelity": fid}
+           "transport": transport, "fidelity": fid}
     if messages:
         out["messages"] = messages
         if len(messages) == 2:
@@ -143,7 +150,20 @@ def analyze_run(rundir: str) -> dict:
     return out
 
 
-def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list) -> dict:
+def switch_losses(meas: dict) -> int:
+    """Packets the switches dropped (model buffer overflow, injected loss) or never saw."""
+    n = 0
+    for a in meas.get("agents", {}).values():
+        c = a.get("counters", {})
+        c = c.get("total", c)
+        n += c.get("model_drops", 0) + c.get("fault_drops", 0)
+        q = a.get("nfqueue", {})
+        n += q.get("queue_dropped", 0) + q.get("user_dropped", 0) + q.get("agent_enobufs", 0)
+    return n
+
+
+def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
+             transport: dict | None = None, lossy: bool = False) -> dict:
     reasons = []
     cpu = meas.get("cpu_busy")
     if cpu is not None and cpu > CPU_BUSY_MAX:
@@ -181,6 +201,11 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list) -
     if ratios and min(ratios) < CCT_RATIO_MIN:
         reasons.append(f"a collective took {min(ratios):.2f}x the theoretical lockstep time: "
                        f"faster than the link allows, the measurement is broken")
+    if transport and transport["timeouts"] and not lossy and not switch_losses(meas):
+        reasons.append(f"{transport['timeouts']} retransmission timeouts although no switch "
+                       f"dropped a packet: go-back-N resent {transport['retransmits']} packets "
+                       f"that were only late (delayed past transport.rto_us: an emulation stall, or "
+                       f"an RTO below the queueing delay)")
     if meas.get("timed_out"):
         reasons.append("the run timed out")
     bad_exit = {h: rc for h, rc in meas.get("host_exit", {}).items() if rc != 0}

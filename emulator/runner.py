@@ -43,6 +43,14 @@ def link_rate_bps(spec: Spec) -> float:
     return scale_of(spec).rate_bps(spec.topology.link_rate_gbps * 1e9)
 
 
+def transport_params(spec: Spec) -> TransportParams:
+    """The hosts' transport: the spec's real-scale timers dilated like every other timer."""
+    tr, sc = spec.transport, scale_of(spec)
+    return TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
+                           per_step_sport=tr.per_step_sport, rto_s=sc.time_s(tr.rto_us * 1e-6),
+                           nak_timeout_s=sc.time_s(tr.nak_timeout_us * 1e-6))
+
+
 def layouts(spec: Spec) -> list[joblib.JobLayout]:
     sc = scale_of(spec)
     return [joblib.layout(j, spec.topology, sc.time_s) for j in spec.jobs]
@@ -164,9 +172,7 @@ def rank_configs(spec: Spec, lays: list[joblib.JobLayout], seed: int, ips: dict[
                  start_at: float, rundir: str, timeout_s: float) -> dict[str, dict]:
     rate = link_rate_bps(spec)
     dcqcn = default_dcqcn(rate, spec.dcqcn.variant, scale_of(spec))
-    tr = spec.transport
-    transport = TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
-                                per_step_sport=tr.per_step_sport)
+    transport = transport_params(spec)
     sc = scale_of(spec)
     delays = {p.host: sc.time_s(p.delay_us * 1e-6) for p in spec.perturbations
               if p.kind == "straggler"}
@@ -197,12 +203,10 @@ def _run_messages(spec: Spec, scheme: str, seed: int, rundir: str, meas: dict, c
     """A spec of [[messages]]: one ``hosts.host`` process per host involved."""
     from emulator.messages import Message, run_messages
     sc = scale_of(spec)
-    tr = spec.transport
     msgs = [Message(m.src, m.dst, m.bytes, sc.time_s(m.start_ms * 1e-3), m.job, m.channel, m.step)
             for m in spec.messages]
     dcqcn = default_dcqcn(link_rate_bps(spec), spec.dcqcn.variant, sc)
-    transport = TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
-                                per_step_sport=tr.per_step_sport)
+    transport = transport_params(spec)
     t_begin = time.monotonic()
     with Fabric(topology(spec, scheme, seed, rundir)) as fab:
         perts = Perturbations(spec, scheme, fab, rundir)

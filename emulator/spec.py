@@ -43,6 +43,8 @@ quantities are the same at both scales. A complete spec with every key::
     mtu_bytes = 4096
     ack_every = 8
     per_step_sport = true            # false: one source port per connection
+    rto_us = 1000.0                  # go-back-N retransmission timeout, from the last send
+    nak_timeout_us = 200.0           # receiver: a further NAK for the same gap after this
 
     [[jobs]]                         # one table per job
     id = 1                           # job id (P_Key), 1..32767
@@ -177,6 +179,8 @@ class TransportSpec:
     mtu_bytes: int = 4096
     ack_every: int = 8
     per_step_sport: bool = True
+    rto_us: float = 1000.0          # real scale; above a full 512 KB queue at 10 Gb/s (420 us)
+    nak_timeout_us: float = 200.0
 
 
 @dataclass(frozen=True)
@@ -450,6 +454,9 @@ def validate(raw: dict, path: str) -> Spec:
     _need(256 <= tr.mtu_bytes <= 8192 and tr.mtu_bytes % 4 == 0, path, "transport.mtu_bytes",
           tr.mtu_bytes, "must be a multiple of 4 in 256..8192")
     _need(tr.ack_every >= 1, path, "transport.ack_every", tr.ack_every, "must be >= 1")
+    _need(tr.rto_us > 0, path, "transport.rto_us", tr.rto_us, "must be > 0 (µs, real scale)")
+    _need(tr.nak_timeout_us > 0, path, "transport.nak_timeout_us", tr.nak_timeout_us,
+          "must be > 0 (µs, real scale)")
     schemes = run.schemes
     _need(isinstance(schemes, (list, tuple)) and len(schemes) > 0
           and all(s in SCHEMES for s in schemes), path, "run.schemes", schemes,

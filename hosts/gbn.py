@@ -3,7 +3,11 @@
 Sender: sends PSN 0..n-1 in order; a cumulative ACK of PSN p acknowledges 0..p; a NAK
 (PSN sequence error) carrying PSN e says "expected e": 0..e-1 arrived, and the sender
 goes back to e. A retransmission timeout rewinds to the oldest unacknowledged PSN when
-no ACK has advanced for ``rto_s`` (the backstop for a lost NAK or a lost last ACK).
+data is out and for ``rto_s`` no ACK has advanced and nothing was sent (the backstop for
+a lost NAK or a lost last ACK). The timer restarts on every transmission: with coalesced
+ACKs a paced sender may send ``ack_every`` packets before the first ACK can come back,
+and at a low DCQCN rate that alone can outlast any fixed timer; while the sender keeps
+sending, a loss is recovered by the receiver's repeated NAKs instead.
 
 Receiver: accepts only the expected PSN; delivers it (the caller appends its bytes);
 ACKs every ``ack_every`` packets and on LAST (coalesced ACKs); on a gap sends one NAK
@@ -57,8 +61,7 @@ class GbnSender:
     def sent(self, psn: int, now_s: float) -> None:
         if psn < self.high_water:
             self.retransmits += 1
-        if self.snd_una == self.snd_nxt:      # the pipe was empty: the timer starts now
-            self.last_progress_s = now_s
+        self.last_progress_s = now_s          # the timer restarts on every transmission
         self.snd_nxt = psn + 1
         if self.snd_nxt > self.high_water:
             self.high_water = self.snd_nxt
@@ -85,7 +88,7 @@ class GbnSender:
         self.snd_nxt = expected_psn           # go back (or forward, past what was resent)
 
     def check_timeout(self, now_s: float) -> bool:
-        """Rewind to snd_una if nothing was acknowledged for rto_s while data is out."""
+        """Rewind to snd_una if data is out and for rto_s nothing was acknowledged or sent."""
         if self.done or self.snd_una >= self.high_water:
             return False
         if now_s - self.last_progress_s < self.rto_s:

@@ -52,8 +52,8 @@ def flow_sport(job: int, channel: int, step: int, sender_ip: str, per_step: bool
 class TransportParams:
     mtu_bytes: int = wire.DEFAULT_MTU_BYTES
     ack_every: int = 8
-    rto_s: float = 1.0                 # emulated: 1 ms at D = 1000
-    nak_timeout_s: float = 0.2
+    rto_s: float = 1.0                 # emulated; runner.transport_params dilates the spec's
+    nak_timeout_s: float = 0.2         # real-scale transport.rto_us / nak_timeout_us
     max_outstanding: int | None = None
     per_step_sport: bool = True
     verify_icrc: bool = True

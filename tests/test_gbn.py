@@ -294,6 +294,21 @@ def test_rto_rewinds_to_snd_una_only_after_rto_without_progress():
     assert snd.next_psn() == 3 and snd.timeouts == 3
 
 
+def test_rto_counts_from_the_last_transmission_so_a_slow_paced_sender_never_times_out():
+    # ack_every 8 at a low DCQCN rate: eight sends 0.4 s apart take 2.8 s before the
+    # first ACK can exist; a timer that ran from the first send would fire at 1.0 s and
+    # rewind a flow that lost nothing (the spurious go-back-N this transport once did).
+    snd = GbnSender(16, rto_s=1.0)
+    for psn in range(8):
+        snd.sent(psn, 0.4 * psn)
+        assert snd.check_timeout(0.4 * psn + 0.399) is False
+    assert snd.on_ack(7, 2.9) is True
+    assert snd.timeouts == 0 and snd.retransmits == 0
+    snd.sent(8, 3.0)                            # then silence: the backstop still fires
+    assert snd.check_timeout(3.999) is False
+    assert snd.check_timeout(4.0) is True and snd.next_psn() == 8
+
+
 def test_no_timeout_when_nothing_is_outstanding():
     snd = GbnSender(6, rto_s=1.0, max_outstanding=3)
     assert snd.check_timeout(100.0) is False    # nothing sent yet

@@ -252,6 +252,10 @@ BAD = [
      ["transport.mtu_bytes = 128", "must be a multiple of 4 in 256..8192"]),
     ("ack-every-0", [("transport.ack_every", 0)], (),
      ["transport.ack_every = 0", "must be >= 1"]),
+    ("rto-0", [("transport.rto_us", 0)], (),
+     ["transport.rto_us = 0.0", "must be > 0 (µs, real scale)"]),
+    ("nak-timeout-negative", [("transport.nak_timeout_us", -5)], (),
+     ["transport.nak_timeout_us = -5.0", "must be > 0 (µs, real scale)"]),
     # jobs: sizes, counts
     ("passes-0", [("jobs.0.passes", 0)], (), ["jobs[0].passes = 0", "must be in 1..10000"]),
     ("chunk-not-multiple-of-4", [("jobs.0.chunk_bytes", 4094)], (),
@@ -584,3 +588,13 @@ def test_theoretical_cct_table1_is_six_steps_of_a_64_packet_chunk():
     rate = 10e9 / spec.scale.dilation
     per_step = (262144 + 64 * 58) * 8 / rate
     assert jobs_mod.theoretical_cct_s(lay, rate, 4096) == pytest.approx(6 * per_step)
+
+
+def test_transport_timers_are_real_scale_and_dilated_like_every_other_timer():
+    from emulator.runner import transport_params
+    spec = load(TABLE1, ["scale.dilation=2000", "transport.rto_us=1000",
+                         "transport.nak_timeout_us=200"])
+    tp = transport_params(spec)
+    assert tp.rto_s == pytest.approx(2.0) and tp.nak_timeout_s == pytest.approx(0.4)
+    spec = load(TABLE1, ["scale.dilation=8000"])
+    assert transport_params(spec).rto_s == pytest.approx(8.0)
