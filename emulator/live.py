@@ -220,12 +220,9 @@ class LiveSession:
             rate = sc.rate_bps(p.rate_gbps * 1e9)
             port = 5301 + len(self.background)
             log = open(os.path.join(self.out, f"background{len(self.background)}.log"), "w")
-            srv = dst.popen(["iperf3", "-s", "-B", dst.IP(), "-p", str(port)], stdout=log,
-                            stderr=subprocess.STDOUT)
+            srv = runner.iperf3_server(dst, port, log)
             time.sleep(0.3)
-            cli = src.popen(["iperf3", "-c", dst.IP(), "-B", src.IP(), "-p", str(port), "-u",
-                             "-b", str(int(rate)), "-l", "1400", "-t", "86400"],
-                            stdout=log, stderr=subprocess.STDOUT)
+            cli = runner.iperf3_udp_client(src, dst, port, rate, log)
             log.close()
             self.background += [cli, srv]
             what = f"background {p.src}->{p.dst} at {rate / 1e6:g} Mbit/s"

@@ -102,7 +102,22 @@ def topology(spec: Spec, scheme: str, seed: int, rundir: str):
     if t.kind == "dumbbell":
         return DumbbellTopo(t.hosts, **opts)
     return LeafSpineTopo(t.leaves, t.spines, t.hosts_per_leaf, pods=t.pods, cores=t.cores,
-                         oversubscription=t.oversubscription, **opts)
+                         oversubscription=t.oversubscription, servers=t.servers, **opts)
+
+
+def iperf3_server(dst, port: int, log, once: bool = False):
+    """An iperf3 server on host ``dst`` (``once``: exits after one test)."""
+    return dst.popen(["iperf3", "-s", *(["-1"] if once else []), "-B", dst.IP(),
+                      "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+
+
+def iperf3_udp_client(src, dst, port: int, rate_bps: float, log, nbytes: int | None = None):
+    """UDP background traffic from ``src`` to ``dst`` at ``rate_bps`` (emulated), 1400-byte
+    datagrams: ``nbytes`` in all, or until stopped."""
+    amount = ["-n", str(nbytes)] if nbytes is not None else ["-t", "86400"]
+    return src.popen(["iperf3", "-c", dst.IP(), "-B", src.IP(), "-p", str(port), "-u",
+                      "-b", str(int(rate_bps)), "-l", "1400", *amount],
+                     stdout=log, stderr=subprocess.STDOUT)
 
 
 class Perturbations:
@@ -141,16 +156,12 @@ class Perturbations:
         src, dst = self.fab[p.src], self.fab[p.dst]
         port = 5201 + i
         log = open(os.path.join(self.rundir, f"background{i}.log"), "w")
-        self.procs.append(dst.popen(["iperf3", "-s", "-1", "-B", dst.IP(), "-p", str(port)],
-                                    stdout=log, stderr=subprocess.STDOUT))
+        self.procs.append(iperf3_server(dst, port, log, once=True))
         rate = sc.rate_bps(p.rate_gbps * 1e9)
         nbytes = int(rate / 8 * sc.time_s(p.duration_ms * 1e-3))
 
         def start():
-            self.procs.append(src.popen(
-                ["iperf3", "-c", dst.IP(), "-B", src.IP(), "-p", str(port), "-u",
-                 "-b", str(int(rate)), "-l", "1400", "-n", str(nbytes)],
-                stdout=log, stderr=subprocess.STDOUT))
+            self.procs.append(iperf3_udp_client(src, dst, port, rate, log, nbytes))
         self._at(sc.time_s(p.start_ms * 1e-3), f"background {p.src}->{p.dst} "
                  f"{rate / 1e6:g} Mbit/s for {sc.time_s(p.duration_ms * 1e-3):g} s", start)
 
@@ -393,6 +404,8 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
                                   "fidelity": s.get("fidelity", {})}
                           for name, s in fab.agents({"cmd": "stats"}).items()}
         meas["rank_summaries"] = summaries
+        if fab.overlay is not None:          # what crossed between (stand-in) servers
+            meas["underlay"] = fab.overlay.counters()
     meas["teardown_leftovers"] = fab.leftovers
     with open(os.path.join(rundir, "measurements.json"), "w") as f:
         json.dump(meas, f, indent=1)

@@ -141,10 +141,16 @@ class Agent:
             port.window_max_q_bytes = q
 
     def _sample_kernel(self, now: float) -> None:
-        """The kernel's qdiscs next to the model, for the fidelity monitor."""
+        """The kernel's qdiscs next to the model, for the fidelity monitor; a ``kernel_q``
+        record per port with a queue in either (to see where the model departs)."""
         for ifindex, k in self.kernel.sample(self.fidelity).items():
             model = self.pipeline.ports[ifindex].queue.backlog(now)
             self.fidelity[ifindex].sample(now, model, k.backlog_bytes, k.sent_bytes)
+            if model or k.backlog_bytes:
+                self.telemetry.write({"type": "kernel_q", "t_s": now,
+                                      "port": self.pipeline.ports[ifindex].name,
+                                      "model_bytes": model, "kernel_bytes": k.backlog_bytes,
+                                      "sent_bytes": k.sent_bytes, "drops": k.drops})
 
     def stats(self) -> dict:
         now = time.monotonic()
