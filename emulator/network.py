@@ -39,6 +39,7 @@ class Fabric:
         self.agent_pids: dict[str, int] = {}
         self.intfs: list[str] = []
         self.leftovers: list[str] = []
+        self.overlay = None
         setLogLevel(log_level)
 
     # --- lifecycle -----------------------------------------------------------------
@@ -55,7 +56,10 @@ class Fabric:
         Mininet.inited = True
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
+        self.overlay = getattr(self.topo, "overlay", None)   # stand-in servers, if any
         try:
+            if self.overlay is not None:
+                self.overlay.start()
             self.net = Mininet(topo=self.topo, controller=None, build=False, autoSetMacs=False,
                                waitConnected=False)
             self.net.build()
@@ -76,6 +80,7 @@ class Fabric:
     def stop(self) -> None:
         """Stop everything this fabric created; idempotent; tolerant of half-built nets."""
         if self.net is None:
+            self._stop_overlay()
             return
         net, self.net = self.net, None
         old = signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not
@@ -88,8 +93,17 @@ class Fabric:
             except Exception as e:               # keep going: the checks below clean up
                 self.leftovers.append(f"mininet stop failed: {e!r}")
             self._sweep()
+            self._stop_overlay()
         finally:
             signal.signal(signal.SIGINT, old)
+
+    def _stop_overlay(self) -> None:
+        ov, self.overlay = getattr(self, "overlay", None), None
+        if ov is not None:
+            stuck = ov.stop()
+            if stuck:
+                self.leftovers.append(f"namespaces that would not go: {stuck}")
+                print(f"symphony-emu: could not delete namespaces {stuck}", file=sys.stderr)
 
     def _sweep(self) -> None:
         for name, pid in list(self.agent_pids.items()) + list(self.pids.items()):

@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from emulator.spec import TopologySpec, neighbors, switch_names
+from topologies.overlay import server_of_nodes
 
 
 @dataclass(frozen=True)
@@ -27,24 +28,10 @@ class Placement:
 
 def plan(topo: TopologySpec, servers: int, link_rate_bps: float) -> Placement:
     """Pods to servers, cores spread; raises ValueError naming what does not fit."""
-    if servers < 1:
-        raise ValueError(f"servers must be >= 1, got {servers}")
     if topo.kind != "leafspine":
         raise ValueError(f"only leaf-spine fabrics are placed on servers, not {topo.kind!r}")
-    if servers > 1 and topo.pods < servers:
-        raise ValueError(f"{servers} servers but {topo.pods} pod(s): whole pods go to one "
-                         "server each, so use at most as many servers as pods")
-    server_of = {}
-    per = topo.hosts_per_leaf
-    for t in range(topo.leaves * topo.pods):
-        pod = t // topo.leaves
-        server_of[f"leaf{t}"] = pod % servers
-        for i in range(per):
-            server_of[f"h{t * per + i}"] = pod % servers
-    for g in range(topo.spines * topo.pods):
-        server_of[f"spine{g}"] = (g // topo.spines) % servers
-    for c in range(topo.cores):
-        server_of[f"core{c}"] = c % servers
+    server_of = server_of_nodes(topo.leaves, topo.spines, topo.hosts_per_leaf, topo.pods,
+                                topo.cores, servers)
     core_rate = (link_rate_bps * topo.leaves / (topo.cores * topo.oversubscription)
                  if topo.cores else link_rate_bps)
     cut, rate = [], defaultdict(float)

@@ -18,9 +18,11 @@ saw), mean pacing lateness above 25 % of a frame time, a port whose queue model 
 average more than 2 frames off the kernel's backlog, a port that sent at less than 90 % or
 more than 110 % of its rate while certainly busy (Mininet-HiFi's invariant; judged from
 >= 3 such sampling intervals; see switch_agent/fidelity.py), a collective faster than the
-theoretical lockstep bound (a broken measurement), a retransmission timeout in a run
+theoretical lockstep bound (a broken measurement), a packet a host's socket dropped for
+want of buffer (the rank process fell behind), a retransmission timeout in a run
 where no switch dropped or lost a packet (go-back-N resent data that was only late: the
-emulation stalled longer than ``transport.rto_us``), a run that timed out, and any
+emulation stalled longer than ``transport.rto_us``; not judged for ``pq``, whose strict
+priority can starve the low class that long for real), a run that timed out, and any
 collective whose result was wrong (that one is an error, not just unfaithful).
 """
 
@@ -137,8 +139,9 @@ def analyze_run(rundir: str) -> dict:
     sends = _records(rundir, "send_flow")
     transport = {k: sum(r.get(k) or 0 for r in sends)
                  for k in ("packets", "retransmits", "timeouts", "naks", "cnps")}
-    lossy = any(p.get("kind") in ("loss", "link_down")
-                for p in man["spec"].get("perturbations", []))
+    # Strict priority (pq) may starve the low class past the RTO: a real timeout there
+    lossy = man["scheme"] == "pq" or any(p.get("kind") in ("loss", "link_down")
+                                         for p in man["spec"].get("perturbations", []))
     fid = fidelity(meas, rate, mtu, ratios, wrong, transport, lossy)
     out = {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir, "jobs": jobs_out,
            "transport": transport, "fidelity": fid}
@@ -201,7 +204,13 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
     if ratios and min(ratios) < CCT_RATIO_MIN:
         reasons.append(f"a collective took {min(ratios):.2f}x the theoretical lockstep time: "
                        f"faster than the link allows, the measurement is broken")
-    if transport and transport["timeouts"] and not lossy and not switch_losses(meas):
+    host_drops = sum(s.get("udp", {}).get("RcvbufErrors", 0)
+                     for s in meas.get("rank_summaries", {}).values())
+    if host_drops:
+        reasons.append(f"hosts' sockets dropped {host_drops} packets (a rank process fell "
+                       f"behind reading them: CPU)")
+    if transport and transport["timeouts"] and not lossy and not switch_losses(meas) \
+            and not host_drops:
         reasons.append(f"{transport['timeouts']} retransmission timeouts although no switch "
                        f"dropped a packet: go-back-N resent {transport['retransmits']} packets "
                        f"that were only late (delayed past transport.rto_us: an emulation stall, or "

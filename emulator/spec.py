@@ -22,6 +22,8 @@ quantities are the same at both scales. A complete spec with every key::
     pods = 1                         # > 1: pods of `leaves` x `spines`, joined by cores
     cores = 0                        # core switches (every spine links to every core)
     oversubscription = 1.0           # spine downlink : uplink capacity (sets core links' rate)
+    servers = 1                      # > 1: whole pods on that many stand-in servers, the
+                                     # links between them over VXLAN (docs/distributed.md)
 
     [switch]                         # RED/ECN of the congestion point
     red = true
@@ -140,6 +142,7 @@ class TopologySpec:
     pods: int = 1
     cores: int = 0
     oversubscription: float = 1.0
+    servers: int = 1
 
     @property
     def host_names(self) -> list[str]:
@@ -439,6 +442,9 @@ def validate(raw: dict, path: str) -> Spec:
           "several pods are routed with ecmp only")
     _need(topo.oversubscription > 0, path, "topology.oversubscription",
           topo.oversubscription, "must be > 0 (spine downlink : uplink capacity)")
+    _need(1 <= topo.servers <= topo.pods and (topo.servers == 1 or topo.kind == "leafspine"),
+          path, "topology.servers", topo.servers,
+          f"must be in 1..pods ({topo.pods}): whole pods go to one server each")
     _need(topo.buffer_bytes >= 16_384, path, "topology.buffer_bytes", topo.buffer_bytes,
           "must be >= 16384 (a few 4 KB frames)")
     _need(0 <= sw.kmin_bytes < sw.kmax_bytes, path, "switch.kmin_bytes", sw.kmin_bytes,

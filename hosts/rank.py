@@ -377,11 +377,28 @@ def run(cfg: dict) -> dict:
                "timed_out": timed_out, "steps_applied": counts["applied"],
                "steps_total": total_steps,
                "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-               "cpu_s": sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), **stats}
+               "cpu_s": sum(resource.getrusage(resource.RUSAGE_SELF)[:2]),
+               "udp": udp_counters(), **stats}
     summary["ok"] = (not timed_out and summary["verified"] == summary["expected"])
     tele.write(summary)
     tele.close()
     return summary
+
+
+def udp_counters(path: str = "/proc/net/snmp") -> dict:
+    """This namespace's UDP error counters (the host's own: a rank runs in its host's
+    namespace). RcvbufErrors counts datagrams the socket had no room for: the process
+    fell behind reading, which a NIC would not do."""
+    try:
+        with open(path) as f:
+            rows = [line.split() for line in f if line.startswith("Udp:")]
+    except OSError:
+        return {}
+    if len(rows) < 2:
+        return {}
+    names, values = rows[0][1:], rows[1][1:]
+    c = dict(zip(names, map(int, values)))
+    return {k: c.get(k, 0) for k in ("InErrors", "RcvbufErrors", "SndbufErrors")}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -114,3 +114,49 @@ def test_too_few_busy_intervals_are_not_judged():
     f = fidelity(meas_with({"leaf0-eth1": {"busy_intervals": 2, "busy_util": 0.5}}),
                  RATE_BPS, 4096, [1.2], [])
     assert f["faithful"] and f["busy_util_min"] is None
+
+
+# --- retransmission timeouts -----------------------------------------------------------
+
+TRANSPORT = {"packets": 1000, "retransmits": 40, "timeouts": 3, "naks": 0, "cnps": 10}
+
+
+def test_a_timeout_without_any_drop_is_unfaithful():
+    f = fidelity(meas_with({}), RATE_BPS, 4096, [1.2], [], TRANSPORT)
+    assert not f["faithful"]
+    assert "3 retransmission timeouts although no switch dropped a packet" in f["reasons"][0]
+
+
+@pytest.mark.parametrize("counters, lossy", [
+    ({"total": {"model_drops": 2, "fault_drops": 0}}, False),   # a buffer overflowed
+    ({"total": {"model_drops": 0, "fault_drops": 5}}, False),   # injected loss
+    ({}, True),                                                 # loss/link_down, or pq
+])
+def test_a_timeout_is_explained_by_a_drop_or_a_lossy_run(counters, lossy):
+    meas = meas_with({})
+    meas["agents"]["leaf0"]["counters"] = counters
+    f = fidelity(meas, RATE_BPS, 4096, [1.2], [], TRANSPORT, lossy)
+    assert f["faithful"], f["reasons"]
+
+
+def test_no_timeouts_no_reason():
+    f = fidelity(meas_with({}), RATE_BPS, 4096, [1.2], [], {**TRANSPORT, "timeouts": 0})
+    assert f["faithful"]
+
+
+def test_a_host_socket_drop_is_named_and_explains_the_timeout(tmp_path):
+    meas = meas_with({})
+    meas["rank_summaries"] = {"h1": {"pacing": {"mean_late_s": 0.0},
+                                     "udp": {"RcvbufErrors": 7}}}
+    f = fidelity(meas, RATE_BPS, 4096, [1.2], [], TRANSPORT)
+    assert f["reasons"] == ["hosts' sockets dropped 7 packets (a rank process fell behind "
+                            "reading them: CPU)"]
+
+
+def test_udp_counters_parse_the_namespaces_snmp_table(tmp_path):
+    from hosts.rank import udp_counters
+    p = tmp_path / "snmp"
+    p.write_text("Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n"
+                 "Udp: 100 0 3 90 3 0\n")
+    assert udp_counters(str(p)) == {"InErrors": 3, "RcvbufErrors": 3, "SndbufErrors": 0}
+    assert udp_counters(str(tmp_path / "missing")) == {}

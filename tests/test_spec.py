@@ -252,6 +252,8 @@ BAD = [
      ["transport.mtu_bytes = 128", "must be a multiple of 4 in 256..8192"]),
     ("ack-every-0", [("transport.ack_every", 0)], (),
      ["transport.ack_every = 0", "must be >= 1"]),
+    ("servers-above-pods", [("topology.servers", 2)], (),
+     ["topology.servers = 2", "must be in 1..pods (1): whole pods go to one server each"]),
     ("rto-0", [("transport.rto_us", 0)], (),
      ["transport.rto_us = 0.0", "must be > 0 (µs, real scale)"]),
     ("nak-timeout-negative", [("transport.nak_timeout_us", -5)], (),

@@ -240,42 +240,44 @@ def core_routes(core: int, leaves: int, spines: int, pods: int) -> list[tuple[st
 from switch_agent.agent import PQ_HIGH_DSCP  # noqa: E402  (lagging flows' DSCP, pq)
 
 
+PQ_LEAF_RATE_BPS = 8           # pq leaf classes' own rate: nothing; they borrow everything
+
+
 def shape_commands(intf: str, rate_bps: float, buffer_bytes: int, pq: bool = False) -> list[str]:
     """HTB at ``rate_bps`` with a bounded byte FIFO as its only leaf (drop-tail); with
     ``pq``, two leaf classes instead: prio 0 for packets to which the agent gave DSCP
     ``PQ_HIGH_DSCP`` (lagging flows; a u32 filter on the TOS byte), prio 1 for the rest,
-    both with the link rate as ceiling, so the prio-0 class takes what it wants first
-    (strict priority, DESIGN.md §5.4), each with its own FIFO of ``buffer_bytes``. HTB
-    needs a guaranteed rate per class: 1 % for prio 1, the other 99 % for prio 0, so the
-    guarantees add up to the link rate. Each leaf class saves a burst of its own while
-    idle and may spend it without the parent's tokens, so the agent models a pq port
-    with twice the burst. Known issue: with a single burst the fidelity monitor found
-    one port per pq run 13-15 KB (3-4 frames) off the kernel's backlog (20 of 20 runs);
-    with the double burst 7-11 KB (3 runs), still above its 2-frame threshold in 1 of
-    3; the rest of the cause is open, and such runs are flagged unfaithful."""
+    each with its own FIFO of ``buffer_bytes`` (strict priority, DESIGN.md §5.4).
+
+    The pq leaves get no rate of their own (8 bit/s; HTB stores their bucket as time, so
+    it holds ~150 bytes) and an explicit quantum (only used between equal prios), so every
+    byte they send is borrowed from the parent, which HTB hands to the lower prio first:
+    the port is one token bucket (rate, ``L2_BURST_BYTES``) exactly like the FIFO port,
+    and the agent's queue model is the same. (Giving the leaves real guarantees — 99 % and
+    1 % — let each leaf spend tokens of its own besides the parent's; the fidelity monitor
+    found the model 7-15 KB off the kernel's backlog on one port per pq run, because how
+    much a busy period's start drained depended on which leaf had saved what.)"""
     rate = int(rate_bps)
-    if pq:
-        low = max(8, rate // 100)
-        b = L2_BURST_BYTES
-        return [
-            f"tc qdisc replace dev {intf} root handle 1: htb default 20",
-            f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate}bit ceil {rate}bit "
-            f"burst {b} cburst {b}",
-            f"tc class replace dev {intf} parent 1:1 classid 1:10 htb rate {rate - low}bit "
-            f"ceil {rate}bit burst {b} cburst {b} prio 0",
-            f"tc class replace dev {intf} parent 1:1 classid 1:20 htb rate {low}bit ceil {rate}bit "
-            f"burst {b} cburst {b} prio 1",
-            f"tc qdisc replace dev {intf} parent 1:10 handle 10: bfifo limit {int(buffer_bytes)}",
-            f"tc qdisc replace dev {intf} parent 1:20 handle 20: bfifo limit {int(buffer_bytes)}",
-            f"tc filter replace dev {intf} parent 1: protocol ip prio 1 u32 "
-            f"match ip dsfield {PQ_HIGH_DSCP << 2:#x} 0xfc flowid 1:10",
-        ]
-    return [
-        f"tc qdisc replace dev {intf} root handle 1: htb default 1",
-        f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate}bit ceil {rate}bit "
-        f"burst {L2_BURST_BYTES} cburst {L2_BURST_BYTES}",
-        f"tc qdisc replace dev {intf} parent 1:1 handle 10: bfifo limit {int(buffer_bytes)}",
+    b = L2_BURST_BYTES
+    root = [f"tc qdisc replace dev {intf} root handle 1: htb default {20 if pq else 1}",
+            f"tc class replace dev {intf} parent 1: classid 1:1 htb rate {rate}bit "
+            f"ceil {rate}bit burst {b} cburst {b}"]
+    if not pq:
+        return root + [f"tc qdisc replace dev {intf} parent 1:1 handle 10: bfifo "
+                       f"limit {int(buffer_bytes)}"]
+    return root + _pq_leaf_commands("replace", intf, rate) + [
+        f"tc qdisc replace dev {intf} parent 1:10 handle 10: bfifo limit {int(buffer_bytes)}",
+        f"tc qdisc replace dev {intf} parent 1:20 handle 20: bfifo limit {int(buffer_bytes)}",
+        f"tc filter replace dev {intf} parent 1: protocol ip prio 1 u32 "
+        f"match ip dsfield {PQ_HIGH_DSCP << 2:#x} 0xfc flowid 1:10",
     ]
+
+
+def _pq_leaf_commands(verb: str, intf: str, rate: int) -> list[str]:
+    frame = FABRIC_MTU + 14
+    return [f"tc class {verb} dev {intf} parent 1:1 classid 1:{10 * (p + 1)} htb "
+            f"rate {PQ_LEAF_RATE_BPS}bit ceil {rate}bit burst {frame} cburst {L2_BURST_BYTES} "
+            f"quantum {L2_BURST_BYTES} prio {p}" for p in (0, 1)]
 
 
 def rate_commands(intf: str, rate_bps: float, pq: bool = False) -> list[str]:
@@ -284,12 +286,7 @@ def rate_commands(intf: str, rate_bps: float, pq: bool = False) -> list[str]:
     b = L2_BURST_BYTES
     cmds = [f"tc class change dev {intf} parent 1: classid 1:1 htb rate {rate}bit "
             f"ceil {rate}bit burst {b} cburst {b}"]
-    if pq:
-        cmds += [f"tc class change dev {intf} parent 1:1 classid 1:10 htb "
-                 f"rate {rate - max(8, rate // 100)}bit ceil {rate}bit burst {b} cburst {b} prio 0",
-                 f"tc class change dev {intf} parent 1:1 classid 1:20 htb "
-                 f"rate {max(8, rate // 100)}bit ceil {rate}bit burst {b} cburst {b} prio 1"]
-    return cmds
+    return cmds + (_pq_leaf_commands("change", intf, rate) if pq else [])
 
 
 def interface_commands(intf: str) -> list[str]:
@@ -372,9 +369,7 @@ class FabricSwitch(Switch):
             cmds += interface_commands(intf) + shape_commands(intf, rate, self.buffer_bytes, self.pq)
             cmds.append(f"sysctl -qw net.ipv4.conf.{intf.replace('.', '/')}.rp_filter=0")
             ports[intf] = {"rate_bps": rate, "buffer_bytes": self.buffer_bytes,
-                           # pq: each of the two leaf classes saves its own burst
-                           # while idle and may spend it without the parent's tokens
-                           "burst_bytes": L2_BURST_BYTES * (2 if self.pq else 1)}
+                           "burst_bytes": L2_BURST_BYTES}   # pq too: one parent bucket
         cmds += self.route_commands()
         cmds.append("iptables -w -A FORWARD -j NFQUEUE --queue-num 0")
         unknown = set(self.port_rate_bps) - set(ports)

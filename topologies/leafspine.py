@@ -20,7 +20,7 @@ if __package__ in (None, ""):   # loaded by `mn --custom` (no __file__): find th
 
 from mininet.topo import Topo  # noqa: E402
 
-from topologies import fabric  # noqa: E402
+from topologies import fabric, overlay  # noqa: E402
 
 
 class LeafSpineTopo(Topo):
@@ -32,11 +32,23 @@ class LeafSpineTopo(Topo):
     def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=fabric.DEFAULT_RATE_BPS,
               buffer_bytes=fabric.DEFAULT_BUFFER_BYTES, routing="ecmp", agent=None,
               rundir=None, with_agent=True, port_rates=None, pq=False, pods=1, cores=0,
-              oversubscription=1.0):
+              oversubscription=1.0, servers=1):
         """``port_rates``: {switch name: {interface: rate_bps}} overrides of single
-        egress ports (a slower hop); ``agent``: agent config keys (red, symphony, ...)."""
+        egress ports (a slower hop); ``agent``: agent config keys (red, symphony, ...);
+        ``servers`` > 1: place whole pods on that many stand-in servers and carry the
+        links between them over VXLAN (``topologies.overlay``; the :class:`Fabric` starts
+        and removes the servers as ``self.overlay``)."""
         fabric.check_shape(leaves, spines, hosts_per_leaf, routing)
         fabric.check_pods(pods, cores, leaves, spines, routing, oversubscription)
+        server_of = overlay.server_of_nodes(leaves, spines, hosts_per_leaf, pods, cores,
+                                            servers)
+        self.overlay = overlay.StandInServers(servers) if servers > 1 else None
+
+        def link(a, b, **opts):
+            sa, sb = server_of[a], server_of[b]
+            if sa != sb:
+                opts.update(cls=overlay.VxlanLink, overlay=self.overlay, servers=(sa, sb))
+            self.addLink(a, b, **opts)
         switch_opts = dict(cls=fabric.FabricSwitch, rate_bps=rate_bps, buffer_bytes=buffer_bytes,
                            agent=agent, rundir=rundir, with_agent=with_agent, inNamespace=True,
                            pq=pq)
@@ -67,18 +79,17 @@ class LeafSpineTopo(Topo):
                                  ip=fabric.host_ip(t, i) + "/24",
                                  defaultRoute="via " + fabric.host_gateway(t, i),
                                  rate_bps=rate_bps, buffer_bytes=buffer_bytes)
-                self.addLink(h, fabric.leaf_name(t),
-                             params2={"ip": fabric.host_gateway(t, i) + "/24"})
+                link(h, fabric.leaf_name(t), params2={"ip": fabric.host_gateway(t, i) + "/24"})
             pod = t // leaves
             for g in range(pod * spines, (pod + 1) * spines):
-                self.addLink(fabric.leaf_name(t), fabric.spine_name(g),
-                             params1={"ip": fabric.leaf_uplink_ip(t, g) + "/24"},
-                             params2={"ip": fabric.spine_downlink_ip(t, g) + "/24"})
+                link(fabric.leaf_name(t), fabric.spine_name(g),
+                     params1={"ip": fabric.leaf_uplink_ip(t, g) + "/24"},
+                     params2={"ip": fabric.spine_downlink_ip(t, g) + "/24"})
         for g in range(spines * pods):
             for c in range(cores):
-                self.addLink(fabric.spine_name(g), fabric.core_name(c),
-                             params1={"ip": fabric.spine_uplink_ip(g, c) + "/24"},
-                             params2={"ip": fabric.core_downlink_ip(g, c) + "/24"})
+                link(fabric.spine_name(g), fabric.core_name(c),
+                     params1={"ip": fabric.spine_uplink_ip(g, c) + "/24"},
+                     params2={"ip": fabric.core_downlink_ip(g, c) + "/24"})
 
 
 def leafspine(leaves=4, spines=4, hosts_per_leaf=4, routing="ecmp"):

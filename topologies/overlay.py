@@ -1,0 +1,157 @@
+"""Links between servers, prototyped on one machine (docs/distributed.md).
+
+A fabric that spans several servers needs its cut links (the ones whose two ends are
+placed on different servers, ``emulator.placement``) carried over the servers' own
+network. Here each cut link is a **VXLAN** pair: a VXLAN device is created in the network
+namespace that owns the server's underlay address, then moved into the node's namespace
+and given the node's interface name. The kernel keeps the tunnel's UDP socket in the
+namespace that created it, so frames the node sends on that interface are encapsulated
+and sent over the underlay, and arrive on the far node's interface as if over a veth.
+Shaping, NFQUEUE and the switch agents do not notice: they see an interface like any
+other. (Mininet Cluster Edition uses GRE for this; this kernel has no GRE or Geneve
+module, but it has VXLAN, which is also what data-centre overlays use.)
+
+On real servers the "server namespace" is each server's root namespace and the underlay
+is their network; on one machine :class:`StandInServers` makes both: one namespace per
+stand-in server, each with a veth into an underlay bridge, jumbo MTU so 4 KB RoCE frames
+plus the 50-byte VXLAN header pass unfragmented. It records the namespaces it made and
+removes exactly those (``ip netns del`` by name, never by pattern).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from mininet.link import Link
+
+from topologies import fabric
+
+VXLAN_PORT = 4789
+VXLAN_OVERHEAD_BYTES = 50          # outer Ethernet + IPv4 + UDP + VXLAN
+UNDERLAY_MTU = 9100                # >= FABRIC_MTU (9000) + VXLAN_OVERHEAD_BYTES
+UNDERLAY_NET = "192.168.250"
+
+
+def server_of_nodes(leaves: int, spines: int, hosts_per_leaf: int, pods: int, cores: int,
+                    servers: int) -> dict[str, int]:
+    """Node name -> server: whole pods to one server each (round robin), cores spread."""
+    if servers < 1:
+        raise ValueError(f"servers must be >= 1, got {servers}")
+    if servers > 1 and pods < servers:
+        raise ValueError(f"{servers} servers but {pods} pod(s): whole pods go to one "
+                         "server each, so use at most as many servers as pods")
+    out = {}
+    for t in range(leaves * pods):
+        pod = t // leaves
+        out[fabric.leaf_name(t)] = pod % servers
+        for i in range(hosts_per_leaf):
+            out[fabric.host_name(t, i, hosts_per_leaf)] = pod % servers
+    for g in range(spines * pods):
+        out[fabric.spine_name(g)] = (g // spines) % servers
+    for c in range(cores):
+        out[fabric.core_name(c)] = c % servers
+    return out
+
+
+def _ip(*args: str) -> str:
+    r = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {r.stderr.strip()}")
+    return r.stdout
+
+
+class StandInServers:
+    """``n`` stand-in servers on this machine, joined by an underlay bridge."""
+
+    def __init__(self, n: int, tag: str | None = None):
+        if n < 2:
+            raise ValueError(f"stand-in servers: need at least 2, got {n}")
+        if n > 200:
+            raise ValueError(f"stand-in servers: at most 200, got {n}")
+        self.n = n
+        tag = tag or str(os.getpid())
+        self.underlay_ns = f"symu{tag}"
+        self.server_ns = [f"syms{tag}-{i}" for i in range(n)]
+        self.created: list[str] = []         # namespaces, in creation order
+        self._vni = 0
+
+    def address(self, server: int) -> str:
+        return f"{UNDERLAY_NET}.{server + 1}"
+
+    def start(self) -> None:
+        try:
+            for ns in [self.underlay_ns, *self.server_ns]:
+                _ip("netns", "add", ns)
+                self.created.append(ns)
+                _ip("-n", ns, "link", "set", "lo", "up")
+            u = self.underlay_ns
+            _ip("-n", u, "link", "add", "br0", "type", "bridge")
+            _ip("-n", u, "link", "set", "br0", "mtu", str(UNDERLAY_MTU), "up")
+            for i, ns in enumerate(self.server_ns):
+                # created in the underlay namespace, one end moved: nothing touches the
+                # root namespace, so no name there can clash
+                _ip("-n", u, "link", "add", f"p{i}", "mtu", str(UNDERLAY_MTU), "type", "veth",
+                    "peer", "name", "underlay", "netns", ns, "mtu", str(UNDERLAY_MTU))
+                _ip("-n", u, "link", "set", f"p{i}", "master", "br0", "up")
+                _ip("-n", ns, "addr", "add", f"{self.address(i)}/24", "dev", "underlay")
+                _ip("-n", ns, "link", "set", "underlay", "up")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> list[str]:
+        """Delete the namespaces this made; returns the ones that would not go."""
+        stuck = []
+        for ns in reversed(self.created):
+            r = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True)
+            if r.returncode != 0:
+                stuck.append(ns)
+        self.created = []
+        return stuck
+
+    def next_vni(self) -> int:
+        self._vni += 1
+        return self._vni
+
+    def tunnel_end(self, server: int, peer: int, name: str, vni: int, node,
+                   mac: str | None = None) -> None:
+        """One end of a cut link: a VXLAN device in ``server``'s namespace toward
+        ``peer``, moved into ``node``'s namespace as ``name``."""
+        ns = self.server_ns[server]
+        extra = ["address", mac] if mac else []
+        _ip("-n", ns, "link", "add", name, *extra, "type", "vxlan", "id", str(vni),
+            "local", self.address(server), "remote", self.address(peer),
+            "dstport", str(VXLAN_PORT))
+        _ip("-n", ns, "link", "set", name, "netns", str(node.pid))
+
+    def counters(self) -> list[dict]:
+        """Bytes and packets each server sent and received on the underlay."""
+        out = []
+        for i, ns in enumerate(self.server_ns):
+            stats = {}
+            for d in ("tx", "rx"):
+                for k in ("bytes", "packets"):
+                    path = f"statistics/{d}_{k}"
+                    stats[f"{d}_{k}"] = int(subprocess.run(
+                        ["ip", "netns", "exec", ns, "cat", f"/sys/class/net/underlay/{path}"],
+                        capture_output=True, text=True).stdout or 0)
+            out.append({"server": i, **stats})
+        return out
+
+
+class VxlanLink(Link):
+    """A link whose two ends sit on different servers: a VXLAN pair over the underlay.
+    ``servers``: (server of node1, server of node2); ``overlay``: the servers."""
+
+    def __init__(self, node1, node2, overlay: StandInServers, servers: tuple[int, int],
+                 **params):
+        self.overlay, self.servers = overlay, servers
+        super().__init__(node1, node2, **params)
+
+    def makeIntfPair(self, intfname1, intfname2, addr1=None, addr2=None, node1=None,
+                     node2=None, deleteIntfs=True):
+        vni = self.overlay.next_vni()
+        a, b = self.servers
+        self.overlay.tunnel_end(a, b, intfname1, vni, node1, addr1)
+        self.overlay.tunnel_end(b, a, intfname2, vni, node2, addr2)
