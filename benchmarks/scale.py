@@ -1,24 +1,26 @@
 """How many hosts, at which link rate, this machine emulates faithfully (issue 7).
 
-    sudo .venv/bin/python benchmarks/scale.py [--hosts-per-leaf 2,4,8,16] \
+    sudo .venv/bin/python benchmarks/scale.py [--hosts 8,16,32,64] \
         [--dilation 8000,4000,2000,1000] [--out runs/out/scale] [--scheme symphony] \
-        [--routing static]
+        [--routing static] [--all]
 
-For every (hosts, dilation) it runs Table 1's fabric (4 leaves x 4 spines, 10 Gb/s links at
-real scale, so 10 Gb/s / D emulated) with one job over all hosts in rail rings of 4, one
-pass of 256 KB chunks, and prints one line: the fidelity verdict with its reasons, the CPU
-load, the collective's time over its bound, retransmission timeouts, and resident memory
-(peak RSS) and CPU seconds per host process and per switch agent, from their own
-``getrusage``.
+Table 1's leaf shape (4 hosts per leaf, 4 spines, 10 Gb/s links at real scale, so
+10 Gb/s / D emulated), grown by adding leaves: 8 hosts are 2 leaves, 64 hosts 16, so the
+fabric stays non-blocking however large. One job over all hosts in rail rings (ring r =
+host r of every leaf: 4 rings of hosts/4 ranks), one pass of 256 KB chunks. For every host
+count it starts at D = 8000 and goes to faster links until the first unfaithful point,
+or, if that one is unfaithful, to slower links until a faithful one (``--all``: every
+point), printing one line per point: the fidelity
+verdict with its reasons, the CPU load, the collective's time over the lockstep bound,
+retransmission timeouts, and resident memory (peak RSS) and CPU seconds per host process
+and per switch agent, from their own ``getrusage``.
 
-Static (balanced) routing by default, so the collective's time has an exact bound: the
-lockstep time x the leaves' oversubscription (hosts per leaf / spines, at least 1; with
-16 hosts per leaf each uplink carries 4 rail flows). A faithful point lands near 1.0x;
-one that the CPUs cannot keep up with drifts above it even before the monitor's other
-checks fire. ``--routing ecmp`` measures Table 1 as the experiments run it, where ECMP
-collisions and DCQCN add their own (real) slowdown. Points already measured in ``--out`` are kept (rerun to resume). A point
-is reported unfaithful as soon as one run of it is; the table tells where this machine's
-limit is. Goals (issue 7): 64 hosts faithful, <= 80 MB per host process.
+Static (balanced) routing by default: every link then carries at most one ring's flow, so
+the lockstep time is an exact bound and a faithful point lands at ~1.0x; a point the
+CPUs cannot keep up with drifts above it, usually after the monitor's pacing check has
+fired. ``--routing ecmp`` measures the experiments' own setting, where ECMP collisions
+and DCQCN add their own (real) slowdown. Points already measured in ``--out`` are kept
+(rerun to resume). Goals (issue 7): 64 hosts faithful, <= 80 MB per host process.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from emulator import report, runner  # noqa: E402
 from emulator.spec import load  # noqa: E402
 from topologies.fabric import REPO_ROOT  # noqa: E402
 
+HOSTS_PER_LEAF = 4
 GOAL_HOSTS = 64
 GOAL_RSS_MB = 80
 TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")
@@ -54,44 +57,77 @@ def _agent_finals(rundir: str) -> list[dict]:
     return out
 
 
-def measure(hpl: int, dilation: int, scheme: str, routing: str, out: str) -> dict:
-    rundir = os.path.join(out, f"hosts{4 * hpl}-D{dilation}")
-    spec = load(TABLE1, [f"topology.hosts_per_leaf={hpl}", f"scale.dilation={dilation}",
-                         f"topology.routing={routing}", "jobs.0.passes=1", "run.timeout_s=900"])
+def measure(hosts: int, dilation: int, scheme: str, routing: str, out: str) -> dict:
+    rundir = os.path.join(out, f"hosts{hosts}-D{dilation}")
+    spec = load(TABLE1, [f"topology.leaves={hosts // HOSTS_PER_LEAF}",
+                         f"topology.hosts_per_leaf={HOSTS_PER_LEAF}", f"scale.dilation={dilation}",
+                         f"topology.routing={routing}", "jobs.0.passes=1", "run.timeout_s=1200"])
     if not os.path.exists(os.path.join(rundir, "measurements.json")):
         runner.run_one(spec, scheme, 1, rundir)
     res = report.analyze_run(rundir)
     with open(os.path.join(rundir, "measurements.json")) as f:
         meas = json.load(f)
-    hosts = [s for s in meas.get("rank_summaries", {}).values()]
+    ranks = list(meas.get("rank_summaries", {}).values())
     agents = _agent_finals(rundir)
     mb = 1 / 2**20
     colls = [c for j in res["jobs"] for c in j["collectives"]]
-    oversub = max(1.0, hpl / spec.topology.spines)
-    return {"hosts": 4 * hpl, "dilation": dilation, "link_mbps": 10e3 / dilation,
+    oversub = max(1.0, HOSTS_PER_LEAF / spec.topology.spines)     # 1: non-blocking
+    return {"hosts": hosts, "dilation": dilation, "link_mbps": 10e3 / dilation,
             "faithful": res["fidelity"]["faithful"], "reasons": res["fidelity"]["reasons"],
             "verified": bool(colls) and all(c["verified"] for c in colls),
             "cpu_busy": meas.get("cpu_busy"),
             "cct_ratio": max((c["cct_ratio"] or 0) for c in colls) / oversub if colls else None,
             "oversubscription": oversub, "timeouts": res["transport"]["timeouts"],
             "wall_s": meas.get("wall_s"),
-            "host_rss_mb_max": max((h.get("max_rss_bytes", 0) * mb for h in hosts), default=None),
-            "host_cpu_s_mean": (sum(h.get("cpu_s", 0) for h in hosts) / len(hosts)) if hosts
+            "host_rss_mb_max": max((h.get("max_rss_bytes", 0) * mb for h in ranks), default=None),
+            "host_cpu_s_mean": (sum(h.get("cpu_s", 0) for h in ranks) / len(ranks)) if ranks
             else None,
             "agent_rss_mb_max": max((a.get("max_rss_bytes", 0) * mb for a in agents), default=None),
             "agent_cpu_s_mean": (sum(a.get("cpu_s", 0) for a in agents) / len(agents)) if agents
             else None}
 
 
+def walk(dilations: list[int], start: int, everything: bool, point) -> list[int]:
+    """The dilations to report for one host count, slowest link first: from ``start``
+    towards faster links while the point stays faithful; if ``start`` is unfaithful,
+    towards slower links until one is. ``point(d)`` measures (and caches) a point."""
+    if everything:
+        for d in dilations:
+            point(d)
+        return dilations
+    i = dilations.index(start) if start in dilations else 0
+    out = [dilations[i]]
+    if point(dilations[i])["faithful"]:
+        for d in dilations[i + 1:]:                 # faster links
+            out.append(d)
+            if not point(d)["faithful"]:
+                break
+        return out
+    for d in reversed(dilations[:i]):               # slower links
+        out.insert(0, d)
+        if point(d)["faithful"]:
+            break
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--hosts-per-leaf", type=_ints, default=[2, 4, 8, 16],
-                    help="4 leaves each: 8, 16, 32, 64 hosts")
-    ap.add_argument("--dilation", type=_ints, default=[8000, 4000, 2000, 1000])
+    ap.add_argument("--hosts", type=_ints, default=[8, 16, 32, 64],
+                    help=f"multiples of {HOSTS_PER_LEAF} (hosts per leaf)")
+    ap.add_argument("--dilation", type=_ints, default=[16000, 8000, 4000, 2000, 1000])
+    ap.add_argument("--start-dilation", type=int, default=8000,
+                    help="first point of each host count; faster from there while faithful, "
+                         "slower while not")
     ap.add_argument("--scheme", default="symphony", help="the agents do the most work here")
     ap.add_argument("--routing", default="static", choices=("static", "ecmp"))
     ap.add_argument("--out", default=os.path.join(REPO_ROOT, "runs", "out", "scale"))
+    ap.add_argument("--all", action="store_true",
+                    help="run every point, not only up to a host count's first unfaithful one")
     args = ap.parse_args(argv)
+    bad = [h for h in args.hosts if h < 2 * HOSTS_PER_LEAF or h % HOSTS_PER_LEAF]
+    if bad:
+        ap.error(f"--hosts {bad}: each must be a multiple of {HOSTS_PER_LEAF} and at least "
+                 f"{2 * HOSTS_PER_LEAF} (two leaves)")
     if os.geteuid() != 0:
         print("benchmarks/scale.py: needs root (network namespaces)", file=sys.stderr)
         return 2
@@ -102,9 +138,10 @@ def main(argv=None) -> int:
     rows = []
     print(f"{'hosts':>5} {'link':>9} {'faithful':>8} {'CPU':>5} {'CCT/bound':>9} {'RTOs':>4} "
           f"{'host RSS':>9} {'host CPU':>9} {'agent RSS':>9} {'agent CPU':>9}  reasons")
-    for hpl in args.hosts_per_leaf:
-        for d in args.dilation:
-            r = measure(hpl, d, args.scheme, args.routing, args.out)
+    for hosts in args.hosts:
+        for d in walk(sorted(args.dilation, reverse=True), args.start_dilation, args.all,
+                      lambda d: measure(hosts, d, args.scheme, args.routing, args.out)):
+            r = measure(hosts, d, args.scheme, args.routing, args.out)     # measured: cached
             rows.append(r)
             cpu = f"{r['cpu_busy']:.0%}" if r["cpu_busy"] is not None else "-"
 
@@ -117,6 +154,7 @@ def main(argv=None) -> int:
                   f" {fmt(r['agent_cpu_s_mean'], 's'):>9}  "
                   + ("" if r["verified"] else "WRONG/MISSING RESULT; ") + "; ".join(r["reasons"]),
                   flush=True)
+
     with open(os.path.join(args.out, "scale.json"), "w") as f:
         json.dump(rows, f, indent=1)
     ok = [r for r in rows if r["faithful"]]

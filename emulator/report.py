@@ -7,6 +7,7 @@ the fact. ``summary.json`` (read by tests outside this repository)::
                "jobs": [{"job", "jct_s", "max_step_overlap", "last_step_span_s",
                          "collectives": [{"pass", "nbytes", "cct_s", "theoretical_cct_s",
                                           "cct_ratio", "verified", "algbw_bps", "busbw_bps"}]}],
+               "transport": {"packets", "retransmits", "timeouts", "naks", "cnps"},
                "fidelity": {"faithful", "reasons", "cpu_busy", "nfqueue_drops",
                             "pacing_mean_late_s", ...}}],
      "per_job": {job: {scheme: {"ranks", "jct_s", "last_step_span_s", "normalized_jct"}}},
