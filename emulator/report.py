@@ -158,8 +158,7 @@ def switch_losses(meas: dict) -> int:
     """Packets the switches dropped (model buffer overflow, injected loss) or never saw."""
     n = 0
     for a in meas.get("agents", {}).values():
-        c = a.get("counters", {})
-        c = c.get("total", c)
+        c = a.get("counters", {})                    # the agent's totals over its ports
         n += c.get("model_drops", 0) + c.get("fault_drops", 0)
         q = a.get("nfqueue", {})
         n += q.get("queue_dropped", 0) + q.get("user_dropped", 0) + q.get("agent_enobufs", 0)

@@ -128,8 +128,8 @@ def test_a_timeout_without_any_drop_is_unfaithful():
 
 
 @pytest.mark.parametrize("counters, lossy", [
-    ({"total": {"model_drops": 2, "fault_drops": 0}}, False),   # a buffer overflowed
-    ({"total": {"model_drops": 0, "fault_drops": 5}}, False),   # injected loss
+    ({"model_drops": 2, "fault_drops": 0}, False),              # a buffer overflowed
+    ({"model_drops": 0, "fault_drops": 5}, False),              # injected loss
     ({}, True),                                                 # loss/link_down, or pq
 ])
 def test_a_timeout_is_explained_by_a_drop_or_a_lossy_run(counters, lossy):

@@ -20,6 +20,7 @@ removes exactly those (``ip netns del`` by name, never by pattern).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -129,14 +130,11 @@ class StandInServers:
         """Bytes and packets each server sent and received on the underlay."""
         out = []
         for i, ns in enumerate(self.server_ns):
-            stats = {}
-            for d in ("tx", "rx"):
-                for k in ("bytes", "packets"):
-                    path = f"statistics/{d}_{k}"
-                    stats[f"{d}_{k}"] = int(subprocess.run(
-                        ["ip", "netns", "exec", ns, "cat", f"/sys/class/net/underlay/{path}"],
-                        capture_output=True, text=True).stdout or 0)
-            out.append({"server": i, **stats})
+            st = json.loads(_ip("-j", "-s", "-n", ns, "link", "show", "dev", "underlay"))[0]
+            st = st["stats64"]
+            out.append({"server": i, "tx_bytes": st["tx"]["bytes"],
+                        "tx_packets": st["tx"]["packets"], "rx_bytes": st["rx"]["bytes"],
+                        "rx_packets": st["rx"]["packets"]})
         return out
 
 
