@@ -145,8 +145,9 @@ probes = [(4791, 2, wire.with_icrc(src, dst, 40000, data)),       # valid RoCE, 
           (4791, 2, b"\x00\x01\x02"),                              # too short for a BTH
           (4791, 2, wire.with_icrc(src, dst, 40000, ack)),         # ACK: not a data packet
           (4791, 0, wire.with_icrc(src, dst, 40000, data))]        # RoCE but Not-ECT
-# Eight full-size packets first use up the port's token bucket, so the probes that
-# follow them back to back find a queue (and RED, with kmin 0, marks what it may).
+# Eight full-size packets first use up the port's token bucket and build a queue at the
+# (half-rate) egress port, so the probes that follow them find it (and RED, with kmin 0,
+# marks what it may).
 filler = wire.with_icrc(src, dst, 39999, wire.build_data(1, 0, 9, 0, wire.OP_SEND_MIDDLE,
                                                          bytes(4096)))
 f = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -172,10 +173,13 @@ def test_non_roce_and_malformed_packets_pass_unmodified(dumbbell):
     _reset(fab)
     # RED that marks every ECT RoCE data packet: only those may change.
     fab.agent("leaf0", {"cmd": "red", "kmin_bytes": 0, "kmax_bytes": 1})
-    rx = fab["h2"].popen([sys.executable, "-c", _PROBE_RECEIVER, H[2], "13"],
+    # Towards h1, the half-rate port: the fillers, paced at the full rate by h0's NIC, are
+    # sure to leave a queue there (towards h2 they arrive exactly as fast as the port
+    # drains, and a probe could find the queue empty and its token bucket refilled).
+    rx = fab["h1"].popen([sys.executable, "-c", _PROBE_RECEIVER, H[1], "13"],
                          stdout=subprocess.PIPE, text=True, env=ENV, cwd=REPO_ROOT)
     assert rx.stdout.readline().strip() == "ready"
-    tx = fab["h0"].popen([sys.executable, "-c", _PROBE_SENDER, H[0], H[2]],
+    tx = fab["h0"].popen([sys.executable, "-c", _PROBE_SENDER, H[0], H[1]],
                          stdout=subprocess.PIPE, text=True, env=ENV, cwd=REPO_ROOT)
     sent = json.loads(tx.communicate(timeout=20)[0])
     filler, sent = sent[-1][1], sent[:-1]
