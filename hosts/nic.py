@@ -1,4 +1,4 @@
-"""The host's software RDMA NIC: RoCEv2-framed queue pairs over UDP (DESIGN.md §4.1-4.2).
+"""The host's software RDMA NIC: RoCEv2-framed queue pairs over UDP.
 
 One :class:`Nic` per host process. It owns:
 
@@ -8,10 +8,10 @@ One :class:`Nic` per host process. It owns:
   entropy: by default a hash of (job, channel, step, sender), so each step's flow picks
   its own path), DF set, ECT(0);
 * the NIC scheduler: a single send loop that serves the active queue pairs round-robin,
-  each paced at its own DCQCN rate Rc, the sum never above the host's line rate (so the
-  host's qdisc stays near empty, as behind a real NIC);
-* per flow, a go-back-N sender or receiver (``hosts.gbn``) and a DCQCN reaction point
-  (``hosts.dcqcn``); per host, the notification point that turns CE marks into CNPs.
+  each paced at its own congestion-control rate, the sum never above the host's line
+  rate (so the host's qdisc stays near empty, as behind a real NIC);
+* per flow, a go-back-N sender or receiver (``hosts.gbn``) and the rate controller its
+  ``hosts.cc.CcConfig`` names; per host, the notification point that turns CE marks into CNPs.
 
 A flow is one message of one (job, channel, step) between two hosts: one QP, PSN from 0.
 The layer above calls :meth:`Nic.send` and gets a callback per delivered message; it runs
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from hosts import wire
-from hosts.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
+from hosts.cc import CcConfig, CongestionControl, NotificationPoint
 from hosts.gbn import ACK, GbnReceiver, GbnSender
 
 IP_MTU_DISCOVER = getattr(socket, "IP_MTU_DISCOVER", 10)
@@ -79,7 +79,7 @@ class SendFlow:
     data: memoryview
     frames_hdr: tuple            # (pkey, dqpn)
     gbn: GbnSender
-    rp: ReactionPoint
+    cc: CongestionControl
     sock: socket.socket
     start_s: float
     on_complete: Callable | None
@@ -109,22 +109,22 @@ class RecvFlow:
 
 
 class Nic:
-    def __init__(self, ip: str, line_rate_bps: float, dcqcn: DcqcnParams,
+    def __init__(self, ip: str, line_rate_bps: float, cc: CcConfig,
                  transport: TransportParams = TransportParams(), *,
                  on_message: Callable | None = None, telemetry=None,
                  clock: Callable[[], float] = time.monotonic):
-        if abs(dcqcn.line_rate_bps - line_rate_bps) > 1e-6 * line_rate_bps:
-            raise ValueError(f"DCQCN line rate {dcqcn.line_rate_bps} differs from the NIC's "
-                             f"{line_rate_bps}")
+        if abs(cc.params.line_rate_bps - line_rate_bps) > 1e-6 * line_rate_bps:
+            raise ValueError(f"congestion control {cc.name} line rate {cc.params.line_rate_bps} "
+                             f"differs from the NIC's {line_rate_bps}")
         self.ip = ip
         self._ip_bytes = socket.inet_aton(ip)
         self.line_rate_bps = line_rate_bps
-        self.dcqcn = dcqcn
+        self.cc = cc
         self.tp = transport
         self.on_message = on_message
         self.telemetry = telemetry
         self.clock = clock
-        self.np = NotificationPoint(dcqcn.cnp_interval_s)
+        self.np = NotificationPoint(cc.params.cnp_interval_s)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         self.sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
@@ -167,7 +167,7 @@ class Nic:
         now = self.clock()
         flow = SendFlow(key, job, channel, step, peer_ip, sport, data, (pkey, dqpn),
                         GbnSender(n_packets, self.tp.rto_s, now, self.tp.max_outstanding),
-                        ReactionPoint(self.dcqcn, now), s, now, on_complete, t_next_s=now,
+                        self.cc.controller(now), s, now, on_complete, t_next_s=now,
                         t_sample_s=now)
         self.senders[key] = flow
         self._rr.append(flow)
@@ -206,7 +206,7 @@ class Nic:
         """Flows still in progress (for diagnosing a run that did not finish)."""
         return {"sending": [{"dst": f.peer, "job": f.job, "channel": f.channel, "step": f.step,
                              "acked": f.gbn.snd_una, "next": f.gbn.snd_nxt,
-                             "packets": f.gbn.n_packets, "rate_bps": f.rp.rate_bps,
+                             "packets": f.gbn.n_packets, "rate_bps": f.cc.rate_bps,
                              "timeouts": f.gbn.timeouts, "naks": f.gbn.naks}
                             for f in self.senders.values()],
                 "receiving": [{"src": f.peer, "job": f.job, "channel": f.channel, "step": f.step,
@@ -268,14 +268,14 @@ class Nic:
                 pl[2] = late
             f.gbn.sent(psn, now)
             f.bytes_sent += len(payload)
-            f.rp.on_sent(len(frame), now)
+            f.cc.on_sent(len(frame), now)
             # Next departure: no catching up by more than one packet after a late send.
-            qp_gap = wire_bytes * 8 / f.rp.rate_bps
+            qp_gap = wire_bytes * 8 / f.cc.rate_bps
             f.t_next_s = max(f.t_next_s, now - qp_gap) + qp_gap
             nic_gap = wire_bytes * 8 / self.line_rate_bps
             self.t_nic_s = max(self.t_nic_s, now - nic_gap) + nic_gap
             if now - f.t_sample_s >= self.tp.rate_sample_s:
-                f.rate_samples.append((round(now, 6), round(f.rp.rate_bps)))
+                f.rate_samples.append((round(now, 6), round(f.cc.rate_bps)))
                 f.t_sample_s = now
             now = self.clock()
 
@@ -301,7 +301,7 @@ class Nic:
                 f = self.senders.get((addr[0], bth.pkey, bth.dqpn))
                 self.counters["cnp_rx"] += 1
                 if f is not None:
-                    f.rp.on_cnp(now)
+                    f.cc.on_cnp(now)
 
     def _on_data(self, data: bytes, src: str, sport: int, tos: int, now: float) -> None:
         self.counters["data_rx"] += 1
@@ -415,7 +415,7 @@ class Nic:
             "src": self.ip, "dst": f.peer, "sport": f.sport, "bytes": len(f.data),
             "packets": g.n_packets, "start_s": f.start_s, "end_s": f.end_s,
             "retransmits": g.retransmits, "timeouts": g.timeouts, "naks": g.naks,
-            "cnps": f.rp.cnps, "cuts": f.rp.cuts, "final_rate_bps": f.rp.rate_bps,
+            "cnps": f.cc.cnps, "cuts": f.cc.cuts, "final_rate_bps": f.cc.rate_bps,
             "rate_samples": f.rate_samples})
 
     def _log_recv(self, f: RecvFlow) -> None:

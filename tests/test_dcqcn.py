@@ -1,7 +1,8 @@
-"""Tests for hosts/dcqcn.py: the DCQCN rate machine (DESIGN.md §4.2).
+"""Tests for hosts/cc/dcqcn.py: the DCQCN rate machines (Zhu et al., SIGCOMM'15; the
+HPCC ns-3 simulator's Mellanox-style variant) and the notification point.
 
-Every expected number below was worked out by hand from the rules in DESIGN.md §4.2
-and the module docstring, using small round parameters (line rate 100, g = 1/2, all
+Every expected number below was worked out by hand from the rules in the paper and
+the module docstring, using small round parameters (line rate 100, g = 1/2, all
 timers 1 s, B = 1000 bytes, F = 2, R_AI = 10, R_HAI = 20) so that every value is a
 short binary fraction. The arithmetic is written next to each expectation; nothing
 here re-implements the algorithm.
@@ -9,12 +10,13 @@ here re-implements the algorithm.
 
 import pytest
 
-from hosts.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
+from hosts.cc.base import NotificationPoint
+from hosts.cc.dcqcn import DcqcnMlx, DcqcnPaper, DcqcnParams
 from hosts.scale import Scale
 
 # --- paper variant -------------------------------------------------------------------
 
-P = DcqcnParams(variant="paper", line_rate_bps=100.0, min_rate_bps=1.0, g=0.5,
+P = DcqcnParams(line_rate_bps=100.0, min_rate_bps=1.0, g=0.5,
                 alpha_timer_s=1.0, timer_s=1.0, byte_counter_bytes=1000,
                 fast_recovery_steps=2, rai_bps=10.0, rhai_bps=20.0, cnp_interval_s=1.0)
 
@@ -35,7 +37,7 @@ def two_cuts():
     t=0.75: alpha = 0.5*1 + 0.5 = 1      Rt = 50    Rc = 50*(1-1/2)  = 25
     Next increase timer and next alpha decay: 0.75 + 1 = 1.75.
     """
-    rp = ReactionPoint(P, 0.0)
+    rp = DcqcnPaper(P, 0.0)
     rp.on_cnp(0.5)
     rp.on_cnp(0.75)
     assert_rates(rp, 50.0, 25.0)
@@ -45,7 +47,7 @@ def two_cuts():
 
 
 def test_new_flow_starts_at_line_rate_and_nothing_increases_before_first_cut():
-    rp = ReactionPoint(P, 0.0)
+    rp = DcqcnPaper(P, 0.0)
     assert_rates(rp, 100.0, 100.0)
     assert rp.alpha == 1.0
     rp.advance(10.0)
@@ -56,7 +58,7 @@ def test_new_flow_starts_at_line_rate_and_nothing_increases_before_first_cut():
 
 
 def test_alpha_decays_every_alpha_timer_without_cnp():
-    rp = ReactionPoint(P, 0.0)
+    rp = DcqcnPaper(P, 0.0)
     rp.advance(0.999)
     assert rp.alpha == 1.0
     rp.advance(1.0)
@@ -69,7 +71,7 @@ def test_alpha_decays_every_alpha_timer_without_cnp():
 
 
 def test_alpha_decay_timer_counts_from_construction_time():
-    rp = ReactionPoint(P, now_s=5.0)
+    rp = DcqcnPaper(P, now_s=5.0)
     rp.advance(5.999)
     assert rp.alpha == 1.0
     rp.advance(6.0)
@@ -77,7 +79,7 @@ def test_alpha_decay_timer_counts_from_construction_time():
 
 
 def test_first_cnp_cuts_with_alpha_updated_before_the_cut():
-    rp = ReactionPoint(P, 0.0)
+    rp = DcqcnPaper(P, 0.0)
     rp.on_cnp(1.5)
     # alpha decayed at t=1: 0.5; CNP: alpha = 0.5*0.5 + 0.5 = 0.75,
     # Rt = 100, Rc = 100*(1 - 0.75/2) = 62.5   (the old alpha 0.5 would give 75)
@@ -87,7 +89,7 @@ def test_first_cnp_cuts_with_alpha_updated_before_the_cut():
 
 
 def test_alpha_is_an_ewma_over_several_cnps():
-    rp = ReactionPoint(P, 0.0)
+    rp = DcqcnPaper(P, 0.0)
     rp.advance(3.0)
     assert rp.alpha == 0.125                # decays at 1, 2, 3
     rp.on_cnp(3.0)
@@ -107,7 +109,7 @@ def test_alpha_is_an_ewma_over_several_cnps():
 
 
 def test_cnp_restarts_the_alpha_decay_timer():
-    rp = ReactionPoint(P, 0.0)
+    rp = DcqcnPaper(P, 0.0)
     rp.on_cnp(0.5)                          # alpha = 1; next decay at 1.5, not 1.0
     rp.advance(1.499)
     assert rp.alpha == 1.0
@@ -174,7 +176,7 @@ def test_hyper_increase_once_both_counters_exceed_f_and_target_capped_at_line_ra
 
 
 def test_rates_never_exceed_line_rate():
-    rp = ReactionPoint(P, 0.0)
+    rp = DcqcnPaper(P, 0.0)
     rp.on_cnp(0.5)                          # Rt = 100, Rc = 50
     rp.advance(1.5)                         # T=1 FR: Rc = 75
     assert_rates(rp, 100.0, 75.0)
@@ -212,7 +214,7 @@ def test_cnp_resets_increase_counters_byte_counter_and_timer():
 
 
 def test_rate_floor_is_min_rate():
-    rp = ReactionPoint(P, 0.0)
+    rp = DcqcnPaper(P, 0.0)
     expected = [  # (Rt, Rc) after each CNP, alpha stays 1 (0.5*1+0.5), each cut halves Rc
         (100.0, 50.0), (50.0, 25.0), (25.0, 12.5), (12.5, 6.25), (6.25, 3.125),
         (3.125, 1.5625),
@@ -283,12 +285,12 @@ def test_paper_exactly_f_fast_recovery_events_then_additive(source):
 
 
 def test_paper_default_params_five_fast_recovery_events_then_additive():
-    """DcqcnParams.paper at a custom dilation of 10^6: line rate 10 Gb/s -> 10^4,
+    """DcqcnPaper.defaults at a custom dilation of 10^6: line rate 10 Gb/s -> 10^4,
     Rmin 100, R_AI 40, R_HAI 200, T = K = 55 µs -> 55 s, B = 10 MiB, g = 1/256, F = 5."""
-    p = DcqcnParams.paper(10e9).scaled(Scale(1e6))
+    p = DcqcnPaper.defaults(10e9).scaled(Scale(1e6))
     assert p.fast_recovery_steps == 5
     assert (p.line_rate_bps, p.min_rate_bps, p.rai_bps) == (1e4, 100.0, 40.0)
-    rp = ReactionPoint(p, 0.0)
+    rp = DcqcnPaper(p, 0.0)
     rp.on_cnp(0.0)      # alpha = (255/256)*1 + 1/256 = 1; Rt = 10000, Rc = 10000*(1-1/2) = 5000
     rp.on_cnp(1.0)      # no decay before 55: alpha = 1; Rt = 5000, Rc = 2500
     assert rp.alpha == 1.0
@@ -312,13 +314,13 @@ def test_paper_default_params_five_fast_recovery_events_then_additive():
 
 # --- mlx variant ---------------------------------------------------------------------
 
-M = DcqcnParams(variant="mlx", line_rate_bps=100.0, min_rate_bps=1.0, g=0.5,
+M = DcqcnParams(line_rate_bps=100.0, min_rate_bps=1.0, g=0.5,
                 alpha_timer_s=1.0, timer_s=4.0, decrease_interval_s=0.5,
                 fast_recovery_steps=2, rai_bps=10.0, rhai_bps=20.0, cnp_interval_s=1.0)
 
 
 def test_mlx_first_cnp_sets_alpha_to_one_and_cuts_at_once():
-    rp = ReactionPoint(M, 0.0)
+    rp = DcqcnMlx(M, 0.0)
     rp.advance(2.5)
     assert rp.alpha == 0.25                 # no CNP: alpha moves down at 1 and 2
     assert_rates(rp, 100.0, 100.0)
@@ -330,7 +332,7 @@ def test_mlx_first_cnp_sets_alpha_to_one_and_cuts_at_once():
 
 
 def test_mlx_later_cnps_cut_once_at_next_decrease_check_and_cut_restarts_rp_timer():
-    rp = ReactionPoint(M, 0.0)
+    rp = DcqcnMlx(M, 0.0)
     rp.on_cnp(2.5)                          # Rt 100, Rc 50; checks at 3.0, 3.5, ...
     for t in (2.6, 2.7, 2.9):               # three CNPs within one decrease interval
         rp.on_cnp(t)
@@ -353,7 +355,7 @@ def test_mlx_later_cnps_cut_once_at_next_decrease_check_and_cut_restarts_rp_time
 
 
 def test_mlx_alpha_moves_up_after_cnp_interval_down_otherwise_and_cut_uses_current_alpha():
-    rp = ReactionPoint(M, 0.0)
+    rp = DcqcnMlx(M, 0.0)
     rp.on_cnp(0.0)                          # alpha 1, Rt 100, Rc 50
     rp.advance(1.0)
     assert rp.alpha == 0.5                  # down
@@ -371,7 +373,7 @@ def test_mlx_alpha_moves_up_after_cnp_interval_down_otherwise_and_cut_uses_curre
 
 
 def test_mlx_alpha_update_precedes_decrease_check_at_the_same_instant():
-    rp = ReactionPoint(M, 0.0)
+    rp = DcqcnMlx(M, 0.0)
     rp.on_cnp(0.0)                          # Rc 50; alpha ticks at 1, 2, ...; checks 0.5, 1, ...
     rp.advance(1.0)
     assert rp.alpha == 0.5
@@ -384,7 +386,7 @@ def test_mlx_alpha_update_precedes_decrease_check_at_the_same_instant():
 
 
 def test_mlx_increase_stages_fast_recovery_then_additive_at_f_then_hyper():
-    rp = ReactionPoint(M, 0.0)
+    rp = DcqcnMlx(M, 0.0)
     rp.on_cnp(0.0)                          # Rt 100, Rc 50
     rp.on_cnp(0.1)                          # cut at check 0.5 (alpha still 1): Rt 50, Rc 25
     rp.advance(0.5)
@@ -408,7 +410,7 @@ def test_mlx_increase_stages_fast_recovery_then_additive_at_f_then_hyper():
 
 
 def test_mlx_late_advance_processes_decrease_alpha_and_increase_in_time_order():
-    rp = ReactionPoint(M, 0.0)
+    rp = DcqcnMlx(M, 0.0)
     rp.on_cnp(0.0)                          # Rt 100, Rc 50, RP timer 4.0
     rp.on_cnp(4.1)
     # the on_cnp's own advance to 4.1: alpha 1 -> 0.5, 0.25, 0.125, 0.0625 (t = 1..4);
@@ -434,11 +436,6 @@ def test_params_reject_non_positive_rates_and_times_naming_the_field(field, valu
         DcqcnParams(**{field: value})
 
 
-def test_params_reject_unknown_variant():
-    with pytest.raises(ValueError, match="variant.*'timely'"):
-        DcqcnParams(variant="timely")
-
-
 def test_params_reject_min_rate_above_line_rate():
     with pytest.raises(ValueError, match="min_rate_bps"):
         DcqcnParams(line_rate_bps=1e6, min_rate_bps=2e6)
@@ -460,9 +457,8 @@ def test_params_reject_bad_byte_counter_and_fast_recovery_steps():
 
 
 def test_paper_params_scaled_by_dilation_1000():
-    real = DcqcnParams.paper(10e9)
+    real = DcqcnPaper.defaults(10e9)
     p = real.scaled(Scale(1000))
-    assert p.variant == "paper"
     assert p.line_rate_bps == approx(1e7)
     assert p.min_rate_bps == approx(1e5)
     assert p.alpha_timer_s == approx(0.055)
@@ -477,8 +473,8 @@ def test_paper_params_scaled_by_dilation_1000():
 
 
 def test_mlx_params_follow_hpcc_formulas():
-    p = DcqcnParams.mlx(25e9)                               # bw = 25 Gb/s
-    assert p.variant == "mlx" and p.fast_recovery_steps == 1
+    p = DcqcnMlx.defaults(25e9)                             # bw = 25 Gb/s
+    assert p.fast_recovery_steps == 1
     assert p.rai_bps == approx(5e6)                         # 5 * 25/25 Mb/s
     assert p.rhai_bps == approx(50e6)                       # 50 * 25/25 Mb/s
     assert p.timer_s == approx(300e-6) and p.alpha_timer_s == approx(1e-6)
