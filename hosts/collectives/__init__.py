@@ -1,0 +1,73 @@
+"""Collective algorithms as per-rank schedules, behind one registry (ASTRA-sim style: one
+class per collective, one interface, :class:`~hosts.collectives.base.Collective`).
+
+``ALGORITHMS[name]`` supplies, for a rank's *group* (its ring, or for a grid algorithm the
+grid, a tuple of rows of rank ids):
+
+* ``schedule(group, rank, nbytes, align=4)`` — the rank's :class:`Schedule`;
+* ``n_steps(group)``; ``bus_factor(n)`` — nccl-tests' busbw / algbw;
+* ``needs_grid``; ``check(shape)`` — why a group of that size (or ``(rows, columns)``)
+  cannot run it, or None;
+* ``result(rank, group, nbytes, align)`` — the byte ranges the rank ends with and whose
+  inputs each sums; :mod:`hosts.collectives.expected` (numpy) makes the arrays a pass
+  must produce from it (also ``expected(rank, group, nbytes, itemsize, base)``);
+* ``members(group)``, ``n_chunks(group)``, ``group_of(rings, grid, rank)`` — for a job's
+  layout.
+
+Every schedule follows the Symphony paper's dependency rule (§2.1): a rank starts step s
+once step s-1 has fully arrived and been applied, and never waits for its own sends.
+
+Modules: :mod:`~hosts.collectives.schedule` (steps, chunks, the reference executor),
+:mod:`~hosts.collectives.ring`, :mod:`~hosts.collectives.ring2d`,
+:mod:`~hosts.collectives.halving_doubling`.
+"""
+
+from __future__ import annotations
+
+from hosts.collectives.base import AllReduce, Collective, Piece
+from hosts.collectives.halving_doubling import HalvingDoublingAllReduce
+from hosts.collectives.ring import (RingAllGather, RingAllReduce, RingReduceScatter,
+                                    ring_all_gather, ring_all_reduce, ring_reduce_scatter)
+from hosts.collectives.ring2d import Ring2dAllReduce, grid_of, ring2d_all_reduce
+from hosts.collectives.schedule import OPS, Schedule, Step, chunk_ranges, simulate
+
+ALGORITHMS: dict[str, Collective] = {c.name: c for c in (
+    RingAllReduce(), RingReduceScatter(), RingAllGather(), Ring2dAllReduce(),
+    HalvingDoublingAllReduce())}
+
+
+def collective(algorithm: str) -> Collective:
+    """The registry entry of ``algorithm``; ValueError naming the allowed ones otherwise."""
+    try:
+        return ALGORITHMS[algorithm]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown algorithm {algorithm!r}; allowed: "
+                         f"{', '.join(ALGORITHMS)}") from None
+
+
+# The names callers used before the registry; thin uses of it while they migrate.
+
+def build_schedule_for(algorithm: str, ring_or_grid, rank: int, nbytes: int,
+                       align: int = 4) -> Schedule:
+    """The schedule of ``rank``: ``ring_or_grid`` is the ring (rank ids in order), or for
+    a grid algorithm the grid of rank ids (rows of columns)."""
+    return collective(algorithm).schedule(ring_or_grid, rank, nbytes, align)
+
+
+def n_steps(algorithm: str, ring_size: int, cols: int | None = None) -> int:
+    """Steps of one collective over a ring of ``ring_size`` ranks, or for a grid algorithm
+    over ``ring_size`` rows of ``cols`` columns."""
+    coll = collective(algorithm)
+    return coll.n_steps(grid_of(ring_size, cols) if coll.needs_grid else tuple(range(ring_size)))
+
+
+def bus_factor(algorithm: str, n: int) -> float:
+    """nccl-tests' busbw = algbw x factor: 2(N-1)/N for all-reduce, (N-1)/N for RS / AG."""
+    return collective(algorithm).bus_factor(n)
+
+
+__all__ = ["ALGORITHMS", "OPS", "AllReduce", "Collective", "HalvingDoublingAllReduce",
+           "Piece", "Ring2dAllReduce", "RingAllGather", "RingAllReduce", "RingReduceScatter",
+           "Schedule", "Step", "build_schedule_for", "bus_factor", "chunk_ranges",
+           "collective", "grid_of", "n_steps", "ring2d_all_reduce", "ring_all_gather",
+           "ring_all_reduce", "ring_reduce_scatter", "simulate"]
