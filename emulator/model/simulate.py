@@ -1,0 +1,339 @@
+"""The flow-level (fluid) model of a run: the emulated experiment as fluid flows whose rates
+are max-min fair, recomputed at every flow start and end and every link event.
+
+What is modelled: the ranks' programs exactly as ``hosts.rank`` runs them
+(``emulator.model.ranks``: dependency rule, passes, compute gaps, training programs,
+``after_job``, stragglers); every step flow carries ``wire_bytes(payload, mtu)`` (the
+bytes ``theoretical_cct_s`` counts) over the fabric's links (``emulator.model.topology``);
+routing by the kernel's tables, with ECMP as a seeded uniform choice per flow and hop, or
+along given paths; fixed-rate background flows; links going down and up, or changing rate.
+Rates: max-min fair by progressive filling (ideal congestion control), under a scheme's
+strict priorities (``emulator.model.priority``).
+
+What is not: queues, buffers and packet loss; ECN, DCQCN or any congestion-control
+dynamics (a flow is at its fair rate the instant the set of flows changes); propagation
+and serialization delay; retransmissions (a black-holed flow just waits for a route);
+Symphony's marking (its best case is bounded by ``ideal-priority``); 16-bit step
+wrap-around (steps are compared unmasked; records carry them masked, as on the wire).
+
+ECMP choice: the Linux hash of a flow's 5-tuple is modelled as a uniform ``u`` in [0, 1)
+per (source/destination IP, UDP source port) and switch: a keyed hash (BLAKE2b) whose key
+is drawn once from ``rng``. One draw per source port: with ``per_step_sport`` (the NIC's
+default) each step's flow gets its own, otherwise one per (job, channel, sender), as
+``hosts.nic.flow_sport`` makes the ports. The same seed gives the same paths under every
+scheme, whatever the timing (runs compare pairwise). Independent draws per switch are an
+assumption: the kernel may key every namespace's hash with one shared secret, so real
+switches' choices can be correlated; replay the emulator's recorded ``paths`` (those at
+each flow's start) to take the real ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import random
+from typing import TYPE_CHECKING, Mapping, Sequence, Union
+
+from emulator.model import maxmin
+from emulator.model.priority import Priorities
+from emulator.model.ranks import JobInput, RankProgram
+from emulator.model.records import (INF, Background, Flow, FlowKey, LinkEvent, ModelResult,
+                                    background_record, flow_records)
+from emulator.model.topology import Fabric
+from hosts import wire
+from hosts.nic import flow_sport
+
+try:                                   # emulator/plan/layout.py; emulator/jobs.py before
+    from emulator.plan.layout import JobLayout, wire_bytes
+except ImportError:                    # pragma: no cover - the pre-refactor tree
+    from emulator.jobs import JobLayout, wire_bytes
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Rng = Union[random.Random, "np.random.Generator", int, None]
+
+SCHEMES = ("baseline", "ideal-priority", "pq")
+GRANULARITIES = ("per_job", "per_ring")
+
+
+def simulate(fabric: Fabric, jobs: Sequence[JobInput | JobLayout], *, scheme: str = "baseline",
+             rng: Rng = None, mtu_bytes: int = wire.DEFAULT_MTU_BYTES,
+             background: Sequence[Background] = (), link_events: Sequence[LinkEvent] = (),
+             paths: Mapping[FlowKey, Sequence[str]] | None = None,
+             per_step_sport: bool = True, granularity: str = "per_job") -> ModelResult:
+    """Run ``jobs`` (``JobInput``, or ``JobLayout``: no stragglers) on ``fabric`` under
+    ``scheme`` (``baseline`` | ``ideal-priority`` | ``pq``; ``granularity`` of
+    ideal-priority: ``per_job`` | ``per_ring``). Routing is the fabric's (``ecmp`` or
+    ``static``); ``rng`` (a ``random.Random``, a numpy ``Generator`` or an int seed; None:
+    seed 0) keys the ECMP choices, one draw taken from it; ``paths`` overrides them per
+    flow (src/dst as names or IPs) while every link of the given path is up. Times in
+    seconds from the run's t = 0; ``mtu_bytes``: the RoCE MTU (``transport.mtu_bytes``)."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; allowed: {', '.join(SCHEMES)}")
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}")
+    jobs = [j if isinstance(j, JobInput) else JobInput.from_layout(j) for j in jobs]
+    run = _Run(fabric, scheme, granularity, _salt(rng), mtu_bytes, per_step_sport, paths)
+    return run.run(jobs, background, link_events)
+
+
+def _seq_of(f: Flow) -> int:
+    return f.seq
+
+
+def _salt(rng) -> int:
+    if rng is None or isinstance(rng, int):
+        return random.Random(rng or 0).getrandbits(64)
+    if hasattr(rng, "getrandbits"):
+        return rng.getrandbits(64)
+    return int(rng.integers(0, 2**63))           # numpy Generator
+
+
+class _Run:
+    def __init__(self, fabric, scheme, granularity, salt, mtu_bytes, per_step_sport, paths):
+        self.fab, self.salt, self.mtu, self.per_step = fabric, salt, mtu_bytes, per_step_sport
+        self.prio = Priorities(scheme, granularity)
+        self.cap = [fabric.capacity_bps[ln] for ln in fabric.links]
+        self.users = [set() for _ in fabric.links]
+        self.down: set = set()
+        self.given = {}
+        for (job, ch, step, s, d), p in (paths or {}).items():
+            s, d = fabric.host(s), fabric.host(d)
+            self.given[(job, ch, step & wire.STEP_MASK, s, d)] = fabric.check_path(p, s, d)
+        self.now = 0.0
+        self.timers: list = []
+        self.finishing: list = []
+        self.seq = 0
+        self.active: set = set()
+        self.dirty: set = set()
+        self.n_background = 0
+        self.out = ModelResult([], [], [], [], {}, 0.0, [],
+                               {"events": 0, "solves": 0, "solved_flows": 0,
+                                "max_component": 0})
+
+    # --- set-up -----------------------------------------------------------------------
+    def run(self, jobs, background, link_events) -> ModelResult:
+        programs: dict = {}
+        ids = [job.job for job in jobs]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"job ids must be unique, got {ids}")
+        for job in jobs:
+            if any(h not in self.fab.host_leaf for h in job.hosts):
+                raise ValueError(f"job {job.job}: hosts not in the fabric")
+            for rank in range(len(job.hosts)):
+                p = RankProgram(job, rank, self.send, self.at, self.out.collectives)
+                if (job.job, job.hosts[rank]) in programs:
+                    raise ValueError(f"job {job.job} has two ranks on {job.hosts[rank]}")
+                programs[(job.job, job.hosts[rank])] = p
+        self.programs = {(p.job.job, p.rank): p for p in programs.values()}
+        for (job_id, host), p in programs.items():
+            if p.job.after_job:
+                before = programs.get((p.job.after_job, host))
+                if before is None:
+                    raise ValueError(f"job {job_id} runs after job {p.job.after_job}, which "
+                                     f"has no rank on {host}")
+                before.waiting.append(p)
+            else:
+                p.anchor(0.0, 0.0)
+        for i, bg in enumerate(background):
+            self.at(bg.start_s, lambda t, i=i, bg=bg: self._background_on(i, bg))
+        for ev in link_events:
+            self.at(ev.t_s, lambda t, ev=ev: self._link_event(ev))
+        self._loop()
+        out = self.out
+        out.end_s = self.now
+        out.unfinished = sorted(f.key for f in self.active if not f.background)
+        out.stats["ranks_unfinished"] = sum(p.done_s is None for p in programs.values())
+        return out
+
+    def at(self, t_s: float, fn) -> None:
+        self.seq += 1
+        heapq.heappush(self.timers, (max(t_s, self.now), self.seq, fn))
+
+    # --- the event loop -----------------------------------------------------------------
+    def _loop(self) -> None:
+        timers, fin = self.timers, self.finishing
+        while True:
+            while fin and fin[0][3].version != fin[0][2]:
+                heapq.heappop(fin)
+            t = min(fin[0][0] if fin else INF, timers[0][0] if timers else INF)
+            if t == INF:
+                return
+            self.now = t
+            horizon = t + abs(t) * 1e-12 + 1e-15
+            busy = True
+            while busy:
+                busy = False
+                while fin and fin[0][0] <= horizon:
+                    _, _, version, f = heapq.heappop(fin)
+                    if f.version == version and f in self.active:
+                        self._deliver(f)
+                        busy = True
+                while timers and timers[0][0] <= horizon:
+                    heapq.heappop(timers)[2](t)
+                    busy = True
+            self.out.stats["events"] += 1
+            self._resolve()
+
+    def _resolve(self) -> None:
+        """New rates for every flow that shares a link, transitively, with a change."""
+        prio = self.prio
+        seeds = self.dirty
+        seeds.update(f for f in prio.groups.changed() if f in self.active)
+        self.dirty = set()
+        active, users = self.active, self.users
+        frontier = [f for f in seeds if f.links is not None and f in active]
+        if not frontier:
+            return
+        comp = set(frontier)
+        while frontier:
+            nxt = []
+            for f in frontier:
+                for ln in f.links:
+                    for g in users[ln]:
+                        if g not in comp:
+                            comp.add(g)
+                            nxt.append(g)
+            frontier = nxt
+        flows = sorted(comp, key=_seq_of)        # a fixed order: bit-identical reruns
+        for f in seeds:
+            if f in comp:
+                f.level = prio.level(f)
+        levels = [f.level for f in flows] if (prio.scheme != "baseline"
+                                              or self.n_background) else None
+        caps = [f.cap for f in flows] if self.n_background else None
+        rates = maxmin.max_min_rates([f.links for f in flows], self.cap, caps_bps=caps,
+                                     levels=levels, stats=self.out.stats)
+        st = self.out.stats
+        st["solves"] += 1
+        st["solved_flows"] += len(flows)
+        st["max_component"] = max(st["max_component"], len(flows))
+        now = self.now
+        for f, r in zip(flows, rates):
+            if r != f.rate:
+                self._set_rate(f, r, now)
+
+    def _set_rate(self, f: Flow, rate: float, now: float) -> None:
+        f.left -= f.rate * (now - f.t_ref)
+        f.t_ref, f.rate = now, rate
+        f.version += 1
+        f.samples.append([now, rate])
+        if rate > 0 and f.left < INF:
+            self.seq += 1
+            heapq.heappush(self.finishing,
+                           (now + max(f.left, 0.0) / rate, self.seq, f.version, f))
+
+    # --- flows ------------------------------------------------------------------------
+    def send(self, prog: RankProgram, pass_index: int, i: int, t_s: float) -> None:
+        st = prog.schedule(pass_index).steps[i]
+        dst_rank = prog.schedule(pass_index).rings[st.ring][st.send_to]
+        receiver = self.programs[(prog.job.job, dst_rank)]
+        back = receiver.schedule(pass_index).steps[st.step]
+        rsch = receiver.schedule(pass_index)
+        if back.step != st.step or rsch.rings[back.ring][back.recv_from] != prog.rank:
+            raise RuntimeError(f"job {prog.job.job}: rank {dst_rank} does not expect step "
+                               f"{st.step} from rank {prog.rank}")
+        src, dst = prog.host, receiver.host
+        channel = prog.channel + st.ring
+        gstep = prog.wire_step(pass_index, i)
+        step = gstep & wire.STEP_MASK
+        src_ip, dst_ip = self.fab.host_ips[src], self.fab.host_ips[dst]
+        sport = flow_sport(prog.job.job, channel, step, src_ip, self.per_step)
+        payload = st.send_range[1]
+        f = Flow(key=(prog.job.job, channel, step, src, dst), job=prog.job.job,
+                 channel=channel, gstep=gstep, src=src, dst=dst, payload=payload,
+                 bits=wire_bytes(payload, self.mtu) * 8, start_s=t_s, sport=sport,
+                 receiver=receiver, pass_index=pass_index, step_index=st.step,
+                 ecmp_key=f"{src_ip}/{dst_ip}/{sport}")
+        self._start(f, t_s)
+        self.out.paths[f.key] = f.path
+
+    def _start(self, f: Flow, t_s: float) -> None:
+        self.seq += 1
+        f.left, f.t_ref, f.seq = f.bits, t_s, self.seq
+        self.active.add(f)
+        self._place(f, self._route(f), fresh=True)
+        f.path0 = f.path
+
+    def _route(self, f: Flow):
+        given = self.given.get(f.key) if not f.background else None
+        if given is not None and not any(frozenset(ln) in self.down
+                                         for ln in zip(given, given[1:])):
+            return given
+        salt = self.salt
+
+        def pick(switch, hops):
+            h = hashlib.blake2b(f"{salt}/{f.ecmp_key}/{switch}".encode(), digest_size=8)
+            return hops[int.from_bytes(h.digest(), "big") * len(hops) >> 64]
+        return self.fab.route(f.src, f.dst, pick, self.down)
+
+    def _place(self, f: Flow, path, fresh: bool = False) -> None:
+        """Put ``f`` on ``path`` (None: black-holed), off its old one."""
+        if not fresh:
+            self._off_links(f)
+        f.path = path
+        f.links = None if path is None else [self.fab.link_id[ln] for ln in zip(path, path[1:])]
+        self.prio.enter(f)
+        if path is None:
+            if f.rate:
+                self._set_rate(f, 0.0, self.now)
+            return
+        for ln in f.links:
+            self.users[ln].add(f)
+        self.dirty.add(f)
+
+    def _off_links(self, f: Flow) -> None:
+        self.prio.leave(f)
+        if f.links is not None:
+            for ln in f.links:
+                self.users[ln].discard(f)
+                self.dirty.update(self.users[ln])
+
+    def _remove(self, f: Flow) -> None:
+        self.active.discard(f)
+        self._off_links(f)
+        f.version += 1
+
+    def _deliver(self, f: Flow) -> None:
+        now = self.now
+        self._remove(f)
+        send, recv = flow_records(f, now, self.fab.host_ips, self.mtu)
+        self.out.send_flows.append(send)
+        self.out.recv_flows.append(recv)
+        f.receiver.deliver(f.pass_index, f.step_index, now)
+
+    # --- background traffic and link events -------------------------------------------
+    def _background_on(self, i: int, bg: Background) -> None:
+        src, dst = self.fab.host(bg.src), self.fab.host(bg.dst)
+        f = Flow(key=("background", i), job=0, channel=0, gstep=0, src=src, dst=dst,
+                 payload=0, bits=INF, start_s=self.now, sport=0, cap=bg.rate_bps,
+                 background=True, ecmp_key=f"background{i}/{src}/{dst}")
+        self.n_background += 1
+        self._start(f, self.now)
+        self.at(self.now + bg.duration_s, lambda t: self._background_off(f, bg))
+
+    def _background_off(self, f: Flow, bg: Background) -> None:
+        self._remove(f)
+        self.n_background -= 1
+        self.out.background.append(background_record(f, bg, self.now, self.fab.host_ips))
+
+    def _link_event(self, ev: LinkEvent) -> None:
+        for ln in ((ev.a, ev.b), (ev.b, ev.a)):
+            if ln not in self.fab.link_id:
+                raise ValueError(f"link event on {ev.a}-{ev.b}: no such link")
+        if ev.rate_bps is not None:
+            i = self.fab.link_id[(ev.a, ev.b)]
+            self.cap[i] = ev.rate_bps
+            self.dirty.update(self.users[i])
+        if ev.up is not None:
+            cable = frozenset((ev.a, ev.b))
+            if ev.up:
+                self.down.discard(cable)
+            else:
+                self.down.add(cable)
+            for f in sorted(self.active, key=_seq_of):
+                path = self._route(f)
+                if path != f.path:
+                    f.reroutes.append((self.now, path))
+                    self._place(f, path)
