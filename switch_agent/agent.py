@@ -1,4 +1,4 @@
-"""The switch agent process: one per switch namespace, on NFQUEUE (DESIGN.md §5).
+"""The switch agent process: one per switch namespace, on NFQUEUE (docs/architecture.md §5).
 
     python -m switch_agent --config s1.json
 
@@ -8,14 +8,15 @@ egress port and the time, sends the verdicts, samples the port queues, answers t
 control socket and writes telemetry. SIGTERM/SIGINT end it cleanly with a ``final``
 telemetry record.
 
-The configuration file (JSON, written by ``topologies.fabric``):
+The configuration file: a ``switch_agent.config.AgentConfig`` as JSON, compiled by the
+run plan and completed (ports, paths) by ``topologies.fabric`` when the switch starts::
 
-    {"switch": "s1", "queue_num": 0, "seed": 1,
-     "ports": {"s1-eth1": {"rate_bps": 1e7, "buffer_bytes": 262144}, ...},
+    {"switch": "s1", "scheme": "symphony", "seed": 1, "queue_num": 0,
+     "ports": {"s1-eth1": {"rate_bps": 1e7, "buffer_bytes": 262144, "burst_bytes": 9100}},
      "red": {"enabled": true, "kmin_bytes": 50000, "kmax_bytes": 100000, "pmax": 0.2},
-     "symphony": {"enabled": true, "k": 0.01, "tau": 0.25, "t_win_s": 0.1,
-                  "n_warmup": 2, "n_sample": 8},
-     "drop_fraction": 0.0, "sample_interval_s": 0.01, "pq": false,
+     "symphony": {"k": 0.01, "tau": 0.25, "t_win_s": 0.1, "n_warmup": 2, "n_sample": 8,
+                  "tracking": "job"},
+     "drop_fraction": 0.0, "sample_interval_s": 0.01, "kernel_sample_interval_s": 0.1,
      "telemetry_path": "run/s1.jsonl", "control_path": "run/s1.ctl"}
 
 All times and rates are emulated values (already scaled; see ``hosts.scale``).
@@ -33,65 +34,19 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import replace
 
 from switch_agent.fidelity import PortFidelity
 from switch_agent.kernel_queues import KernelQueues
 from switch_agent.nfqueue import NfQueue, queue_stats
-from switch_agent.pipeline import Port, RedParams, SwitchPipeline
+from hosts.config import to_dict
+from switch_agent.config import AgentConfig
+from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
 from switch_agent.symphony import SymphonyTracker, WindowRecord
-from switch_agent.telemetry import Telemetry
+from hosts.telemetry import Telemetry
 
-SYMPHONY_KEYS = ("k", "tau", "t_win_s", "n_warmup", "n_sample")
-PQ_HIGH_DSCP = 46           # EF: the DSCP the port qdiscs classify as high priority (pq)
-
-
-@dataclass
-class SymphonyParams:
-    enabled: bool = True
-    k: float = 0.01
-    tau: float = 0.25
-    t_win_s: float = 0.1
-    n_warmup: int = 2
-    n_sample: int = 8
-
-
-@dataclass
-class PortParams:
-    rate_bps: float
-    buffer_bytes: int
-    burst_bytes: float = 0.0      # the port shaper's token bucket (HTB burst)
-
-
-@dataclass
-class AgentConfig:
-    switch: str
-    ports: dict[str, PortParams]
-    red: RedParams = field(default_factory=RedParams)
-    symphony: SymphonyParams = field(default_factory=SymphonyParams)
-    queue_num: int = 0
-    seed: int = 1
-    drop_fraction: float = 0.0
-    sample_interval_s: float = 0.01
-    kernel_sample_interval_s: float = 0.1   # fidelity: kernel qdisc vs model (0: off)
-    telemetry_path: str | None = None
-    control_path: str | None = None
-    pq: bool = False              # priority-queue baseline: DSCP EF on lagging flows' packets
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "AgentConfig":
-        d = dict(d)
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown agent config keys {sorted(unknown)}")
-        d["ports"] = {name: PortParams(**p) for name, p in d["ports"].items()}
-        d["red"] = RedParams(**d.get("red", {}))
-        d["symphony"] = SymphonyParams(**d.get("symphony", {}))
-        return cls(**d)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+SYMPHONY_KEYS = ("k", "tau", "t_win_s", "n_warmup", "n_sample")   # live-reconfigurable
 
 
 class Agent:
@@ -102,14 +57,10 @@ class Agent:
         for name, p in cfg.ports.items():
             ports[socket.if_nametoindex(name)] = Port(name, EgressQueue(p.rate_bps, p.buffer_bytes,
                                                                  p.burst_bytes))
-        sp = cfg.symphony
-        tracker = SymphonyTracker(k=sp.k, tau=sp.tau, t_win_s=sp.t_win_s,
-                                  n_warmup=sp.n_warmup, n_sample=sp.n_sample)
-        self.pipeline = SwitchPipeline(ports, cfg.red, tracker, random.Random(cfg.seed).random,
-                                       symphony_enabled=sp.enabled,
-                                       drop_fraction=cfg.drop_fraction,
-                                       pq_high_dscp=PQ_HIGH_DSCP if cfg.pq else None,
-                                       on_window=self._window)
+        self.pipeline = SwitchPipeline(ports, cfg.red, SymphonyTracker(cfg.symphony),
+                                       random.Random(cfg.seed).random, scheme=cfg.scheme,
+                                       tracking=cfg.symphony.tracking,
+                                       drop_fraction=cfg.drop_fraction, on_window=self._window)
         self.fidelity = {ifindex: PortFidelity(cfg.ports[p.name].rate_bps)
                          for ifindex, p in ports.items()}
         self.kernel: KernelQueues | None = None
@@ -156,9 +107,10 @@ class Agent:
         now = time.monotonic()
         tracker = self.pipeline.tracker
         return {"switch": self.cfg.switch, "t_s": now,
+                "scheme": self.pipeline.scheme.name,
                 "symphony": {"enabled": self.pipeline.symphony_enabled,
-                             **{k: getattr(tracker, k) for k in SYMPHONY_KEYS}},
-                "red": asdict(self.pipeline.red), "drop_fraction": self.pipeline.drop_fraction,
+                             **to_dict(tracker.params)},
+                "red": to_dict(self.pipeline.red), "drop_fraction": self.pipeline.drop_fraction,
                 "jobs": {str(j): {"step_min": s.step_min, "psn_rec": s.psn_rec, "alpha": s.alpha,
                                   "cnt_total": s.cnt_total, "cnt_op": s.cnt_op}
                          for j, s in tracker.jobs.items()},
@@ -185,9 +137,9 @@ class Agent:
                 self.pipeline.set_symphony(bool(cmd["enabled"]))
             return {"ok": True, "enabled": self.pipeline.symphony_enabled, **params}
         if kind == "red":
-            fields = {**asdict(self.pipeline.red), **{k: v for k, v in cmd.items() if k != "cmd"}}
-            self.pipeline.red = RedParams(**fields)
-            return {"ok": True, **asdict(self.pipeline.red)}
+            changes = {k: v for k, v in cmd.items() if k != "cmd"}
+            self.pipeline.red = replace(self.pipeline.red, **changes)
+            return {"ok": True, **to_dict(self.pipeline.red)}
         if kind == "port_rate":
             port = next((i for i, p in self.pipeline.ports.items() if p.name == cmd.get("port")),
                         None)

@@ -1,4 +1,4 @@
-"""The switch side of the fidelity monitor (DESIGN.md §8), per egress port, from periodic
+"""The switch side of the fidelity monitor (docs/architecture.md §8), per egress port, from periodic
 samples of the kernel's qdisc (``kernel_queues``) next to the agent's queue model:
 
 * **Queue-model error**: |model backlog - kernel backlog| at the same instant, over the

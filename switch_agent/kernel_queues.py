@@ -1,7 +1,7 @@
 """The kernel's view of this switch's egress queues: one rtnetlink qdisc dump (RTM_GETQDISC)
 gives, per port, the bytes its shaper has sent and the bytes waiting in its FIFO(s).
 
-The fidelity monitor (DESIGN.md §8) compares them with the agent's queue model, and checks
+The fidelity monitor (docs/architecture.md §8) compares them with the agent's queue model, and checks
 Mininet-HiFi's invariant: while a port stays backlogged, it must send at its configured
 rate. Why not pyroute2's ``get_qdiscs()``: it took 1.65 ms per dump of two qdiscs on this
 machine; an agent samples 10 times a second on each of 8 switches, so that alone would

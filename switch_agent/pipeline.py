@@ -1,6 +1,6 @@
 """What one switch does to one forwarded packet: the agent's pure decision logic.
 
-Per packet, in order (DESIGN.md §5):
+Per packet, in order (docs/architecture.md §5):
 
 1. Find the egress port from the kernel's routing decision (NFQUEUE's ``outdev``).
    A packet leaving by a port the agent does not model passes untouched.
@@ -9,12 +9,11 @@ Per packet, in order (DESIGN.md §5):
 3. Fault injection: drop the given fraction of RoCE data packets (a lossy link).
 4. Queue model: enqueue on the port (drain at the port's rate, drop-tail at the buffer).
 5. Congestion point: RED probability on the queue (§5.2).
-6. Symphony (§5.3), when enabled: the tracker's probability for (job, step, psn, last).
-7. Mark CE if RED **or** Symphony says so, only on ECT packets; each mark is attributed
-   to its cause (RED only, Symphony only, both).
-8. Priority-queue baseline (§5.4, scheme ``pq``): the tracker only tracks step_min (no
-   Symphony marks); packets of lagging flows (step <= step_min) get DSCP
-   ``pq_high_dscp`` written, which the port's qdisc (a u32 filter) serves first.
+6. The switch scheme (``switch_agent.schemes``): Symphony's marking decision, or the
+   priority-queue baseline's class (lagging flows get DSCP ``PQ_HIGH_DSCP`` written,
+   which the port's qdisc, a u32 filter, serves first), or nothing (baseline).
+7. Mark CE if RED **or** the scheme says so, only on ECT packets; each mark is
+   attributed to its cause (RED only, Symphony only, both).
 
 No clock and no randomness of its own: ``now_s`` is passed in and ``random`` is an
 injected ``() -> float in [0, 1)``. :meth:`handle` returns what the NFQUEUE shell sends
@@ -27,24 +26,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from hosts import wire
+from switch_agent.config import RedParams
 from switch_agent.queue_model import L2_HEADER_BYTES, EgressQueue, red_probability
+from switch_agent.schemes import SCHEMES, SwitchScheme
 from switch_agent.symphony import SymphonyTracker, WindowRecord
 
-
-@dataclass
-class RedParams:
-    """RED/ECN thresholds of the congestion point (HPCC config: 50 KB / 100 KB / 0.2)."""
-    enabled: bool = True
-    kmin_bytes: float = 50_000
-    kmax_bytes: float = 100_000
-    pmax: float = 0.2
-
-    def __post_init__(self):
-        if not 0 <= self.kmin_bytes < self.kmax_bytes:
-            raise ValueError(f"need 0 <= kmin_bytes < kmax_bytes, got {self.kmin_bytes}, "
-                             f"{self.kmax_bytes}")
-        if not 0 <= self.pmax <= 1:
-            raise ValueError(f"pmax must be in [0, 1], got {self.pmax}")
+PQ_HIGH_DSCP = 46           # EF: the DSCP the port qdiscs classify as high priority (pq)
 
 
 @dataclass
@@ -72,18 +59,18 @@ class Port:
 
 
 class SwitchPipeline:
-    """The per-switch packet logic: queue model + RED + Symphony + fault knob."""
+    """The per-switch packet logic: queue model + RED + the switch scheme + fault knob."""
 
     def __init__(self, ports: dict[int, Port], red: RedParams, tracker: SymphonyTracker,
-                 random: Callable[[], float], *, symphony_enabled: bool = True,
-                 drop_fraction: float = 0.0, pq_high_dscp: int | None = None,
+                 random: Callable[[], float], *, scheme: str = "baseline",
+                 tracking: str = "job", drop_fraction: float = 0.0,
                  on_window: Callable[[WindowRecord, int, int], None] | None = None):
         self.ports = ports
         self.red = red
         self.tracker = tracker
         self.random = random
-        self.symphony_enabled = symphony_enabled
-        self.pq_high_dscp = pq_high_dscp
+        self.tracking = tracking
+        self.scheme: SwitchScheme = SCHEMES[scheme](tracker, tracking)
         self.set_drop_fraction(drop_fraction)
         self.unknown_port_pkts = 0
         # marks per job in the tracker's current window: job -> [red, symphony]
@@ -91,16 +78,27 @@ class SwitchPipeline:
         self._on_window = on_window
         tracker.on_window = self._window_closed
 
+    @property
+    def symphony_enabled(self) -> bool:
+        return self.scheme.name == "symphony"
+
     def set_drop_fraction(self, fraction: float) -> None:
         if not 0 <= fraction <= 1:
             raise ValueError(f"drop_fraction must be in [0, 1], got {fraction}")
         self.drop_fraction = fraction
 
-    def set_symphony(self, enabled: bool) -> None:
-        """Switch Symphony on (afresh: per-job state is rebuilt from new packets) or off."""
-        if enabled and not self.symphony_enabled:
+    def set_scheme(self, name: str) -> None:
+        """Switch to another scheme (``symphony`` on or off at run time). The tracker's
+        per-job state is rebuilt from new packets when the scheme changes."""
+        if name not in SCHEMES:
+            raise ValueError(f"unknown scheme {name!r}; allowed: {', '.join(SCHEMES)}")
+        if name != self.scheme.name:
             self.tracker.reset()
-        self.symphony_enabled = enabled
+            self.scheme = SCHEMES[name](self.tracker, self.tracking)
+
+    def set_symphony(self, enabled: bool) -> None:
+        """Symphony on, or back to RED only."""
+        self.set_scheme("symphony" if enabled else "baseline")
 
     def _window_closed(self, rec: WindowRecord) -> None:
         marks = self._job_marks.pop(rec.job, None) or (0, 0)
@@ -140,16 +138,9 @@ class SwitchPipeline:
         if red.enabled and q > red.kmin_bytes:
             p = red_probability(q, red.kmin_bytes, red.kmax_bytes, red.pmax)
             red_mark = p >= 1.0 or self.random() < p
-        sym_mark = False
-        high = False
-        if self.symphony_enabled:
-            p = self.tracker.observe(hdr.job, hdr.step, hdr.psn, hdr.last, now_s)
-            sym_mark = p > 0.0 and (p >= 1.0 or self.random() < p)
-        elif self.pq_high_dscp is not None:
-            self.tracker.observe(hdr.job, hdr.step, hdr.psn, hdr.last, now_s)
-            if wire.step_diff(hdr.step, self.tracker.jobs[hdr.job].step_min) <= 0:
-                high = True
-                c.pq_high += 1
+        sym_mark, high = self.scheme.decide(hdr, now_s, self.random)
+        if high:
+            c.pq_high += 1
         if not (red_mark or sym_mark):
             return self._prioritized(pkt) if high else None
         if hdr.ecn == wire.ECN_NOT_ECT:
@@ -161,9 +152,10 @@ class SwitchPipeline:
             c.marks_red += 1
         else:
             c.marks_symphony += 1
-        jm = self._job_marks.get(hdr.job)
+        key = self.scheme.key(hdr)
+        jm = self._job_marks.get(key)
         if jm is None:
-            jm = self._job_marks[hdr.job] = [0, 0]
+            jm = self._job_marks[key] = [0, 0]
         jm[0] += red_mark
         jm[1] += sym_mark
         if hdr.ecn == wire.ECN_CE:
@@ -171,12 +163,12 @@ class SwitchPipeline:
         out = bytearray(pkt)
         wire.mark_ce(out)
         if high:
-            wire.set_dscp(out, self.pq_high_dscp)
+            wire.set_dscp(out, PQ_HIGH_DSCP)
         return out
 
     def _prioritized(self, pkt) -> bytearray:
         out = bytearray(pkt)
-        wire.set_dscp(out, self.pq_high_dscp)
+        wire.set_dscp(out, PQ_HIGH_DSCP)
         return out
 
     def totals(self) -> dict:

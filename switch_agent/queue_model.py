@@ -1,4 +1,4 @@
-"""Egress-queue model of one switch port and RED/ECN marking (DESIGN.md §5.1, §5.2).
+"""Egress-queue model of one switch port and RED/ECN marking (docs/architecture.md §5.2).
 
 The real queue is the port's HTB-shaped bounded FIFO in the kernel; the agent sees each
 packet just before it is enqueued there (the NFQUEUE verdict *is* the enqueue), so it

@@ -10,7 +10,7 @@ P back and tosses the coin itself. Names follow Algorithm 1 of the paper:
     cnt_total  packets of the job in the current window (§3.4.3)
     cnt_op     of those, packets from an outpacing step (step > step_min)
 
-Per packet (DESIGN.md §5.3):
+Per packet (docs/architecture.md §5.3):
 
 1. If ``now`` lies in a later window than the current one, close the current window:
    if ``cnt_total > n_sample`` (sample guard) ``alpha <- max(1, alpha ± 1)`` (+1 when
@@ -30,7 +30,10 @@ arithmetic (RFC 1982), so a job may run past step 65535.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, NamedTuple
+
+from switch_agent.config import SymphonyParams
 
 STEP_MASK = 0xFFFF
 
@@ -64,44 +67,29 @@ class JobState:
 class SymphonyTracker:
     """Per-switch Symphony: isolated state per job (§3.5), marking probability per packet."""
 
-    def __init__(self, k: float = 0.01, tau: float = 0.25, t_win_s: float = 0.1,
-                 n_warmup: int = 2, n_sample: int = 8,
+    def __init__(self, params: SymphonyParams,
                  on_window: Callable[[WindowRecord], None] | None = None):
-        self.jobs: dict[int, JobState] = {}
+        self.jobs: dict = {}              # job (or (job, ring), see SymphonyParams.tracking)
         self.on_window = on_window
-        self.configure(k=k, tau=tau, t_win_s=t_win_s, n_warmup=n_warmup, n_sample=n_sample)
+        self._set(params)
 
-    def configure(self, *, k: float | None = None, tau: float | None = None,
-                  t_win_s: float | None = None, n_warmup: int | None = None,
-                  n_sample: int | None = None) -> None:
-        """Change parameters while running. A new ``t_win_s`` re-anchors each job's grid
-        at the start of its current window, so no window is cut short or stretched."""
-        # Validate everything first, so a rejected reconfiguration changes nothing.
-        if k is not None and not k >= 0:
-            raise ValueError(f"k must be >= 0, got {k}")
-        if tau is not None and not 0 <= tau <= 1:
-            raise ValueError(f"tau must be in [0, 1], got {tau}")
-        if n_warmup is not None and n_warmup < 0:
-            raise ValueError(f"n_warmup must be >= 0, got {n_warmup}")
-        if n_sample is not None and n_sample < 0:
-            raise ValueError(f"n_sample must be >= 0, got {n_sample}")
-        if t_win_s is not None and not t_win_s > 0:
-            raise ValueError(f"t_win_s must be > 0, got {t_win_s}")
-        if k is not None:
-            self.k = float(k)
-        if tau is not None:
-            self.tau = float(tau)
-        if n_warmup is not None:
-            self.n_warmup = int(n_warmup)
-        if n_sample is not None:
-            self.n_sample = int(n_sample)
-        if t_win_s is not None:
-            old = getattr(self, "t_win_s", None)
-            if old is not None:
-                for st in self.jobs.values():
-                    st.t0_s += st.window * old
-                    st.window = 0
-            self.t_win_s = float(t_win_s)
+    def _set(self, params: SymphonyParams) -> None:
+        # Plain attributes by their names in Algorithm 1 (read per packet: no properties).
+        self.params = params
+        self.k, self.tau, self.t_win_s = params.k, params.tau, params.t_win_s
+        self.n_warmup, self.n_sample = params.n_warmup, params.n_sample
+
+    def configure(self, **changes) -> None:
+        """Change parameters while running (checked by :class:`SymphonyParams`, so a
+        rejected reconfiguration changes nothing). A new ``t_win_s`` re-anchors each
+        job's grid at the start of its current window, so no window is cut short or
+        stretched."""
+        old = self.params
+        self._set(replace(old, **changes))
+        if self.params.t_win_s != old.t_win_s:
+            for st in self.jobs.values():
+                st.t0_s += st.window * old.t_win_s
+                st.window = 0
 
     def reset(self) -> None:
         """Forget every job (Symphony switched on afresh)."""

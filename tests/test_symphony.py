@@ -12,6 +12,7 @@ import random
 
 import pytest
 
+from switch_agent.config import SymphonyParams
 from switch_agent.symphony import SymphonyTracker, WindowRecord
 
 K, TAU, T_WIN_S, N_WARMUP, N_SAMPLE = 0.01, 0.25, 0.1, 2, 8
@@ -19,10 +20,14 @@ T0 = 1.0          # time of each test's first packet, unless said otherwise
 JOB = 1
 
 
+def params(**changes) -> SymphonyParams:
+    return SymphonyParams(**{"k": K, "tau": TAU, "t_win_s": T_WIN_S, "n_warmup": N_WARMUP,
+                             "n_sample": N_SAMPLE, **changes})
+
+
 def make_tracker(records=None):
     on_window = records.append if records is not None else None
-    return SymphonyTracker(k=K, tau=TAU, t_win_s=T_WIN_S, n_warmup=N_WARMUP,
-                           n_sample=N_SAMPLE, on_window=on_window)
+    return SymphonyTracker(params(), on_window=on_window)
 
 
 def at(window: int, frac: float = 0.5) -> float:
@@ -44,7 +49,7 @@ def fill_window(t, window, *, n_lag, n_op, lag_step=5, op_step=6, job=JOB):
     send(t, op_step, range(n_op), now_s=at(window, 0.6), job=job)
 
 
-# --- state creation (§3.3, DESIGN §5.3) -------------------------------------------------
+# --- state creation (§3.3, docs/architecture.md §5.3) -------------------------------------------------
 
 def test_first_packet_creates_state_with_its_step_and_its_psn_as_psn_rec():
     t = make_tracker()
@@ -189,7 +194,7 @@ def test_warmup_gives_p_0_while_psn_rec_at_most_n_warmup():
 
 
 def test_warmup_threshold_follows_n_warmup():
-    t = SymphonyTracker(k=K, tau=TAU, t_win_s=T_WIN_S, n_warmup=0, n_sample=N_SAMPLE)
+    t = SymphonyTracker(params(n_warmup=0))
     t.observe(JOB, 5, 1, False, T0)                   # psn_rec 1 > 0
     assert t.observe(JOB, 6, 2, False, T0) == pytest.approx(0.01 * 2 / 1)
 
@@ -410,8 +415,7 @@ def test_window_grid_is_anchored_at_the_first_packet_time():
 
 def test_window_boundary_on_an_exactly_representable_grid():
     records = []
-    t = SymphonyTracker(k=K, tau=TAU, t_win_s=0.125, n_warmup=N_WARMUP,
-                        n_sample=N_SAMPLE, on_window=records.append)
+    t = SymphonyTracker(params(t_win_s=0.125), on_window=records.append)
     t.observe(JOB, 5, 0, False, 10.0)
     t.observe(JOB, 5, 1, False, 10.125 - 2 ** -40)       # last instant of window 0
     assert records == []
@@ -622,7 +626,7 @@ def test_configure_rejects_bad_values_naming_the_parameter(kwargs, name):
     assert (t.k, t.tau, t.t_win_s, t.n_warmup, t.n_sample) == (K, TAU, T_WIN_S, N_WARMUP,
                                                                N_SAMPLE)
     with pytest.raises(ValueError, match=name):
-        SymphonyTracker(**kwargs)
+        SymphonyTracker(params(**kwargs))
 
 
 def test_a_rejected_configure_changes_nothing():

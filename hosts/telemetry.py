@@ -1,18 +1,9 @@
-"""Agent telemetry: aggregated records written as JSON lines (DESIGN.md §5.5).
-
-Never a line per packet. Record types (``"type"`` key):
-
-* ``start``   agent configuration at start-up
-* ``window``  one closed Symphony window of one job: t_s (window start), job, step_min,
-              psn_rec, alpha, cnt_total, cnt_op, marks_red, marks_symphony
-* ``port``    one queue sample of one egress port: t_s, port, q_bytes (model backlog at
-              the sample), max_q_bytes (since the previous sample), and cumulative counters
-* ``control`` a command received on the control socket and its result
-* ``final``   all counters at exit, plus the kernel's NFQUEUE counters
-
-Times are ``time.monotonic()`` seconds (the clock shared by every process of a run on
-one machine), so agent and host records line up without conversion.
-"""
+"""The one telemetry writer and reader: aggregated records, one JSON object a line, never
+a line per packet. Host processes and switch agents write them; ``emulator.rundir`` reads
+a run folder's files with :func:`read_records`. Record types are listed in
+docs/architecture.md §5.5 (agents) and §3 (hosts). Times are ``time.monotonic()``
+seconds, the clock every process of a run on one machine shares, so agent and host
+records line up without conversion."""
 
 from __future__ import annotations
 

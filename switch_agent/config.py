@@ -1,0 +1,103 @@
+"""The switch agent's configuration: what the run plan (``emulator.plan``) gives each agent
+and the agent reads back, through the one codec of ``hosts.config``. Emulated units.
+
+The parameters' range checks live here, once: the agent's control commands, the Symphony
+tracker's live reconfiguration and the spec layer (which names the spec key) all build
+these types and so run the same checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hosts.config import Codec, check, finite
+from hosts.scale import DEFAULT as DEFAULT_SCALE, Scale
+from switch_agent.schemes import SCHEMES
+
+TRACKING = ("job", "ring")
+T_WIN_S = 100e-6            # Symphony's window at real scale (paper §4.1); the spec's default
+
+
+@dataclass(frozen=True)
+class RedParams(Codec):
+    """RED/ECN thresholds of the congestion point (docs/architecture.md §5.2)."""
+    enabled: bool = True
+    kmin_bytes: float = 50_000         # the paper's thresholds (§4.1, HPCC's RED)
+    kmax_bytes: float = 100_000
+    pmax: float = 0.2
+
+    def __post_init__(self):
+        check(isinstance(self.enabled, bool), "enabled", self.enabled, "must be true or false")
+        check(finite(self.kmin_bytes) and finite(self.kmax_bytes)
+              and 0 <= self.kmin_bytes < self.kmax_bytes, "kmin_bytes", self.kmin_bytes,
+              f"need 0 <= kmin_bytes < kmax_bytes ({self.kmax_bytes})")
+        check(finite(self.pmax) and 0 <= self.pmax <= 1, "pmax", self.pmax, "must be in [0, 1]")
+
+
+@dataclass(frozen=True)
+class SymphonyParams(Codec):
+    """Symphony's parameters (the paper's Algorithm 1, §3.4-§3.5): gain ``k``, alpha's
+    smoothing ``tau``, the window ``t_win_s`` (emulated), the windows of warm-up and of
+    sampling. ``tracking``: the tracker's state per ``job`` (Algorithm 1) or per
+    (job, ring) — docs/architecture.md §5.3."""
+    t_win_s: float                     # no default here: T_WIN_S, dilated by the plan
+    k: float = 0.01
+    tau: float = 0.25
+    n_warmup: int = 2
+    n_sample: int = 8
+    tracking: str = "job"
+
+    def __post_init__(self):
+        check(finite(self.k) and self.k >= 0, "k", self.k, "must be >= 0")
+        check(finite(self.tau) and 0 <= self.tau <= 1, "tau", self.tau, "must be in [0, 1]")
+        check(finite(self.t_win_s) and self.t_win_s > 0, "t_win_s", self.t_win_s,
+              "must be > 0")
+        for name in ("n_warmup", "n_sample"):
+            v = getattr(self, name)
+            check(isinstance(v, int) and not isinstance(v, bool) and v >= 0, name, v,
+                  "must be >= 0")
+        check(self.tracking in TRACKING, "tracking", self.tracking,
+              f"allowed: {', '.join(TRACKING)}")
+
+
+@dataclass(frozen=True)
+class PortParams(Codec):
+    rate_bps: float
+    buffer_bytes: int
+    burst_bytes: float = 0.0      # the port shaper's token bucket (HTB burst)
+
+    def __post_init__(self):
+        check(finite(self.rate_bps) and self.rate_bps > 0, "rate_bps", self.rate_bps,
+              "must be a finite rate > 0")
+
+
+@dataclass(frozen=True)
+class AgentConfig(Codec):
+    """One switch agent. ``scheme`` picks the per-packet hook after RED
+    (``switch_agent.schemes``): ``baseline`` (RED only), ``symphony`` (Symphony's marks),
+    ``pq`` (lagging flows to the high-priority class). ``ports`` and the paths are filled
+    in by the fabric when the switch starts (it knows its interfaces)."""
+    switch: str
+    red: RedParams
+    symphony: SymphonyParams
+    scheme: str = "baseline"
+    seed: int = 1
+    ports: dict[str, PortParams] = field(default_factory=dict)
+    queue_num: int = 0
+    drop_fraction: float = 0.0
+    sample_interval_s: float = 0.01
+    kernel_sample_interval_s: float = 0.1   # fidelity: kernel qdisc vs model (0: off)
+    telemetry_path: str | None = None
+    control_path: str | None = None
+
+    def __post_init__(self):
+        check(self.scheme in SCHEMES, "scheme", self.scheme, f"allowed: {', '.join(SCHEMES)}")
+        check(finite(self.drop_fraction) and 0 <= self.drop_fraction <= 1, "drop_fraction",
+              self.drop_fraction, "must be in [0, 1]")
+
+
+def default_agent(switch: str, scale: Scale = DEFAULT_SCALE) -> AgentConfig:
+    """An agent with every default, scheme baseline: plain Mininet use of the topologies
+    (``mn --custom``), where no spec is compiled."""
+    return AgentConfig(switch=switch, red=RedParams(),
+                       symphony=SymphonyParams(t_win_s=scale.time_s(T_WIN_S)))

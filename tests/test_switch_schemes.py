@@ -1,0 +1,99 @@
+"""switch_agent.schemes through the pipeline: each scheme is one object behind one hook,
+picked by name; what it does to real RoCEv2 packets (marks, DSCP, counters), no root."""
+
+import random
+
+import pytest
+
+from hosts import wire
+from switch_agent.config import RedParams, SymphonyParams
+from switch_agent.pipeline import PQ_HIGH_DSCP, Port, SwitchPipeline
+from switch_agent.queue_model import EgressQueue
+from switch_agent.schemes import SCHEMES, StepPriority, SwitchScheme, SymphonyMarking
+from switch_agent.symphony import SymphonyTracker
+
+PORT = 7
+RED_OFF = RedParams(False, 50_000, 100_000, 0.2)
+
+
+def pipeline(scheme: str, tracking: str = "job", k: float = 1.0) -> SwitchPipeline:
+    # A port fast enough that no queue builds: only the scheme can mark.
+    ports = {PORT: Port("p", EgressQueue(1e12, 1 << 20))}
+    tracker = SymphonyTracker(SymphonyParams(t_win_s=1.0, k=k, n_warmup=0, tracking=tracking))
+    return SwitchPipeline(ports, RED_OFF, tracker, random.Random(1).random, scheme=scheme,
+                          tracking=tracking)
+
+
+def packet(step: int, psn: int, *, job: int = 1, channel: int = 0, last: bool = False):
+    op = wire.OP_SEND_LAST if last else wire.OP_SEND_MIDDLE
+    udp = wire.with_icrc("10.0.0.2", "10.0.1.2", 50000,
+                         wire.build_data(job, channel, step, psn, op, b"x" * 64))
+    return wire.build_ip_packet("10.0.0.2", "10.0.1.2", 50000, udp)
+
+
+def feed(pipe, pkts, now=0.0):
+    return [pipe.handle(p, PORT, now) for p in pkts]
+
+
+def test_the_registry_maps_each_name_to_its_class():
+    assert {n: c for n, c in SCHEMES.items()} == {"baseline": SwitchScheme,
+                                                  "symphony": SymphonyMarking,
+                                                  "pq": StepPriority}
+    with pytest.raises(ValueError, match="unknown scheme 'ecmp'; allowed: baseline, symphony, pq"):
+        pipeline("baseline").set_scheme("ecmp")
+
+
+def _lag_then_ahead(n=200):
+    # step 5 is the slowest (psn_rec grows to 49), then step 6 packets run ahead
+    return [packet(5, psn) for psn in range(50)] + [packet(6, psn) for psn in range(n)]
+
+
+def test_baseline_never_marks_or_prioritizes_without_congestion():
+    pipe = pipeline("baseline")
+    out = feed(pipe, _lag_then_ahead())
+    assert out == [None] * 250
+    c = pipe.totals()["total"]
+    assert c["marks_symphony"] == c["marks_red"] == c["pq_high"] == 0
+
+
+def test_symphony_marks_only_the_steps_that_run_ahead():
+    pipe = pipeline("symphony", k=1.0)           # P = min(1, psn / psn_rec): 1 past psn 49
+    out = feed(pipe, _lag_then_ahead())
+    assert all(o is None for o in out[:50])                       # step_min's own: never
+    marked = [o for o in out[50:] if o is not None]
+    assert len(marked) >= 150                                     # psn >= 49: always marked
+    assert all(wire.parse_ip_roce(bytes(o)).ecn == wire.ECN_CE for o in marked)
+    assert pipe.totals()["total"]["marks_symphony"] == len(marked)
+
+
+def test_pq_sends_lagging_packets_to_the_high_class_and_marks_nothing():
+    pipe = pipeline("pq")
+    out = feed(pipe, _lag_then_ahead(50))
+    high = [o for o in out if o is not None]
+    assert len(high) == 50                                        # the 50 step-5 packets
+    assert all(wire.parse_ip_roce(bytes(o)).ecn == wire.ECN_ECT0 for o in high)
+    assert all(o[1] >> 2 == PQ_HIGH_DSCP for o in high)
+    assert out[50:] == [None] * 50
+    assert pipe.totals()["total"]["pq_high"] == 50
+
+
+def test_switching_symphony_on_at_run_time_starts_from_fresh_state():
+    pipe = pipeline("baseline")
+    feed(pipe, [packet(3, psn) for psn in range(20)])
+    pipe.set_symphony(True)
+    assert pipe.symphony_enabled and pipe.tracker.jobs == {}
+    pipe.set_symphony(False)
+    assert pipe.scheme.name == "baseline"
+
+
+def test_tracking_per_ring_keeps_one_state_per_job_and_channel():
+    per_job, per_ring = pipeline("symphony", "job"), pipeline("symphony", "ring")
+    pkts = ([packet(5, psn, channel=0) for psn in range(50)]
+            + [packet(9, psn, channel=1) for psn in range(50)])
+    out_job, out_ring = feed(per_job, pkts), feed(per_ring, pkts)
+    # per job, ring 1's step 9 runs ahead of ring 0's step 5 and is marked
+    assert sum(o is not None for o in out_job[50:]) > 15           # ~ sum(psn / 49) = 25
+    # per ring, each ring has its own step_min: ring 1 is its own slowest, never marked
+    assert out_ring == [None] * 100
+    assert set(per_ring.tracker.jobs) == {(1, 0), (1, 1)}
+    assert set(per_job.tracker.jobs) == {1}
