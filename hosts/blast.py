@@ -10,7 +10,7 @@ probing the fabric and the switch agents (tests, demos, background load).
 packets carry PSN 0.. and the last one is SEND LAST. ``recv`` counts, per
 (job, step), packets, bytes and CE marks (read from each datagram's TOS), checks every
 ICRC, and prints one JSON summary when the stream has been idle for ``--idle`` s.
-This module is deliberately not the reliable transport (see DESIGN.md §4.1): it never
+This module is deliberately not the reliable transport (see docs/architecture.md §3.1): it never
 retransmits, so what it reports is exactly what the fabric delivered.
 """
 

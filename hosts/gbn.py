@@ -1,4 +1,4 @@
-"""Go-back-N reliability of one queue pair (DESIGN.md §4.1), as pure state machines.
+"""Go-back-N reliability of one queue pair (docs/architecture.md §3.1), as pure state machines.
 
 Sender: sends PSN 0..n-1 in order; a cumulative ACK of PSN p acknowledges 0..p; a NAK
 (PSN sequence error) carrying PSN e says "expected e": 0..e-1 arrived, and the sender

@@ -2,17 +2,9 @@
 
     python -m hosts.host --config h0.json
 
-The configuration (JSON; all times and rates emulated, see ``hosts.scale``)::
-
-    {"name": "h0", "ip": "10.0.0.2", "line_rate_bps": 1e7,
-     "dcqcn": {"variant": "paper", "line_rate_bps": 1e7, ...},   # hosts.dcqcn.DcqcnParams
-     "transport": {"mtu_bytes": 4096, "ack_every": 8, ...},      # hosts.nic.TransportParams
-     "start_at": 12345.6,              # time.monotonic() at which t = 0 (shared by all hosts)
-     "timeout_s": 60,
-     "telemetry_path": "run/h0.jsonl",
-     "sends":    [{"peer": "10.0.1.2", "bytes": 1000000, "start_s": 0.0,
-                   "job": 1, "channel": 0, "step": 0}],
-     "receives": [{"peer": "10.0.0.2", "bytes": 1000000, "job": 1, "channel": 0, "step": 0}]}
+The configuration: a ``hosts.config.HostConfig`` with ``sends`` and ``receives`` (each a
+``MessageConfig``: peer IP, bytes, job, channel, step; a send's ``start_s`` after t = 0),
+written by the launcher; all times and rates emulated (``hosts.scale``).
 
 Message contents are pseudo-random bytes from a seed derived from (job, channel, step,
 sender, receiver), so the receiver checks every byte without the data being shipped
@@ -22,15 +14,17 @@ acknowledged and every expected message arrived exactly once and byte-exact.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import zlib
 
 import numpy as np
 
-from hosts.dcqcn import DcqcnParams
-from hosts.nic import Nic, TransportParams
-from hosts.process import Telemetry, config_main
+from hosts.config import HostConfig
+from hosts.nic import Nic
+from hosts.process import config_main
+from hosts.telemetry import Telemetry
 
 
 def message_bytes(job: int, channel: int, step: int, src: str, dst: str, nbytes: int) -> bytes:
@@ -39,14 +33,14 @@ def message_bytes(job: int, channel: int, step: int, src: str, dst: str, nbytes:
     return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8).tobytes()
 
 
-def run(cfg: dict) -> dict:
-    tele = Telemetry(cfg.get("telemetry_path"))
+def run(cfg: HostConfig, wait_start) -> dict:
+    tele = Telemetry(cfg.telemetry_path)
     expected = {}
-    for r in cfg.get("receives", []):
-        key = (r["peer"], r["job"], r["channel"], r["step"])
+    for r in cfg.receives:
+        key = (r.peer, r.job, r.channel, r.step)
         if key in expected:
             raise ValueError(f"receive {key} listed twice")
-        expected[key] = r["bytes"]
+        expected[key] = r.bytes
     got: dict[tuple, str] = {}
 
     def on_message(flow, message: bytes) -> None:
@@ -55,35 +49,42 @@ def run(cfg: dict) -> dict:
             got[key] = "unexpected"
         elif key in got:
             got[key] = "duplicate"
-        elif message != message_bytes(flow.job, flow.channel, flow.step, flow.peer, cfg["ip"],
+        elif message != message_bytes(flow.job, flow.channel, flow.step, flow.peer, cfg.ip,
                                       expected[key]):
             got[key] = f"corrupt ({len(message)} of {expected[key]} bytes)"
         else:
             got[key] = "ok"
+        progress()
 
-    dcqcn = DcqcnParams(**cfg["dcqcn"])
-    nic = Nic(cfg["ip"], cfg["line_rate_bps"], dcqcn, TransportParams(**cfg.get("transport", {})),
-              on_message=on_message, telemetry=tele)
-    sends = sorted(cfg.get("sends", []), key=lambda s: s["start_s"])
+    def progress(*_):
+        done = len(completed) + len(got)
+        print(json.dumps({"progress": done, "of": cfg.total_steps}), flush=True)
+
+    def sent(flow):
+        completed.append(flow)
+        progress()
+
+    nic = Nic(cfg.ip, cfg.line_rate_bps, cfg.cc, cfg.transport, on_message=on_message,
+              telemetry=tele)
+    sends = sorted(cfg.sends, key=lambda s: s.start_s)
     completed = []
-    t0 = cfg.get("start_at", time.monotonic())
-    deadline = t0 + cfg.get("timeout_s", 60)
-    pending = list(sends)
     try:
+        t0 = wait_start()
+        deadline = t0 + cfg.timeout_s
+        pending = list(sends)
         while time.monotonic() < deadline:
             now = time.monotonic()
-            while pending and now >= t0 + pending[0]["start_s"]:
+            while pending and now >= t0 + pending[0].start_s:
                 s = pending.pop(0)
-                data = message_bytes(s["job"], s["channel"], s["step"], cfg["ip"], s["peer"],
-                                     s["bytes"])
-                nic.send(s["peer"], s["job"], s["channel"], s["step"], data,
-                         on_complete=completed.append, sport=s.get("sport"))
+                data = message_bytes(s.job, s.channel, s.step, cfg.ip, s.peer, s.bytes)
+                nic.send(s.peer, s.job, s.channel, s.step, data,
+                         on_complete=sent, sport=s.sport)
             if not pending and not nic.busy and len(got) >= len(expected):
                 break
-            wait = (t0 + pending[0]["start_s"] - now) if pending else 0.05
+            wait = (t0 + pending[0].start_s - now) if pending else 0.05
             nic.poll(max(0.0, min(wait, 0.05)))
         # Linger briefly so a peer's retransmission of our last ACK's loss can be re-ACKed.
-        linger = time.monotonic() + cfg.get("linger_s", 0.3)
+        linger = time.monotonic() + cfg.linger_s
         while time.monotonic() < linger:
             nic.poll(0.02)
     finally:
@@ -91,7 +92,7 @@ def run(cfg: dict) -> dict:
         nic.close()
     missing = [list(k) for k in expected if k not in got]
     bad = {"/".join(map(str, k)): v for k, v in got.items() if v != "ok"}
-    summary = {"type": "host_summary", "name": cfg.get("name"), "ip": cfg["ip"],
+    summary = {"type": "host_summary", "name": cfg.name, "ip": cfg.ip,
                "sends": len(sends), "sends_completed": len(completed),
                "receives": len(expected), "receives_ok": sum(v == "ok" for v in got.values()),
                "missing": missing, "bad": bad, **stats,

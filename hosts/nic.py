@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from hosts import wire
+from hosts.config import TransportParams
 from hosts.cc import CcConfig, CongestionControl, NotificationPoint
 from hosts.gbn import ACK, GbnReceiver, GbnSender
 
@@ -46,26 +47,6 @@ def flow_sport(job: int, channel: int, step: int, sender_ip: str, per_step: bool
     range, or of (job, channel, sender) with ``per_step=False`` (a long-lived connection)."""
     key = f"{job}/{channel}/{step if per_step else '-'}/{sender_ip}".encode()
     return SPORT_BASE + zlib.crc32(key) % SPORT_SPAN
-
-
-@dataclass(frozen=True)
-class TransportParams:
-    mtu_bytes: int = wire.DEFAULT_MTU_BYTES
-    ack_every: int = 8
-    rto_s: float = 1.0                 # emulated; runner.transport_params dilates the spec's
-    nak_timeout_s: float = 0.2         # real-scale transport.rto_us / nak_timeout_us
-    max_outstanding: int | None = None
-    per_step_sport: bool = True
-    verify_icrc: bool = True
-    rate_sample_s: float = 0.05        # rate/goodput samples per flow, emulated seconds
-
-    def __post_init__(self):
-        if not 256 <= self.mtu_bytes <= 8192:
-            raise ValueError(f"mtu_bytes must be in 256..8192, got {self.mtu_bytes}")
-        if self.ack_every < 1 or not self.rto_s > 0 or not self.nak_timeout_s > 0:
-            raise ValueError("ack_every must be >= 1, rto_s and nak_timeout_s > 0")
-        if self.max_outstanding is not None and self.max_outstanding < 1:
-            raise ValueError(f"max_outstanding must be >= 1 or None, got {self.max_outstanding}")
 
 
 @dataclass
@@ -110,7 +91,7 @@ class RecvFlow:
 
 class Nic:
     def __init__(self, ip: str, line_rate_bps: float, cc: CcConfig,
-                 transport: TransportParams = TransportParams(), *,
+                 transport: TransportParams, *,
                  on_message: Callable | None = None, telemetry=None,
                  clock: Callable[[], float] = time.monotonic):
         if abs(cc.params.line_rate_bps - line_rate_bps) > 1e-6 * line_rate_bps:

@@ -1,5 +1,5 @@
-"""What every host process shares: a JSON-lines telemetry writer and the
-``--config FILE`` entry point that runs one configuration and prints its summary."""
+"""What every host process shares: the ``--config FILE`` entry point that reads a
+``HostConfig``, waits at the launcher's ready barrier and prints its summary."""
 
 from __future__ import annotations
 
@@ -9,32 +9,29 @@ import signal
 import sys
 from typing import Callable
 
-
-class Telemetry:
-    """Aggregated records, one JSON object a line (never a line per packet)."""
-
-    def __init__(self, path: str | None):
-        self._f = open(path, "a") if path else None
-
-    def write(self, rec: dict) -> None:
-        if self._f is not None:
-            self._f.write(json.dumps(rec, separators=(",", ":")) + "\n")
-
-    def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
+from hosts.config import HostConfig
 
 
-def config_main(prog: str, doc: str, run: Callable[[dict], dict],
+def config_main(prog: str, doc: str, run: Callable[[HostConfig, Callable[[], float]], dict],
                 argv: list[str] | None = None) -> int:
-    """Parse ``--config FILE``, run it, print the summary as JSON; exit 0 iff it is ok."""
+    """Parse ``--config FILE`` (a ``HostConfig``), run it, print the summary as JSON; exit
+    0 iff it is ok. ``run(cfg, wait_start)`` calls ``wait_start()`` once its set-up is
+    done: that prints ``{"ready": true}`` and returns t = 0 from stdin (the launcher's
+    ready barrier, docs/architecture.md §9)."""
     ap = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
     ap.add_argument("--config", required=True, help="the process's configuration (JSON)")
     args = ap.parse_args(argv)
     with open(args.config) as f:
-        cfg = json.load(f)
+        cfg = HostConfig.from_dict(json.load(f))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    summary = run(cfg)
+    summary = run(cfg, wait_start)
     print(json.dumps(summary), flush=True)
     return 0 if summary["ok"] else 1
+
+
+def wait_start() -> float:
+    print(json.dumps({"ready": True}), flush=True)
+    line = sys.stdin.readline()
+    if not line.strip():
+        raise SystemExit("no start time on stdin")
+    return float(line)

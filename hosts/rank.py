@@ -3,27 +3,9 @@ numpy buffers over the NIC (``hosts.nic``), every result verified.
 
     python -m hosts.rank --config h0.json
 
-Configuration (JSON, written by the experiment runner; times and rates emulated)::
-
-    {"name": "h0", "ip": "10.0.0.2", "line_rate_bps": 1e7, "dcqcn": {...}, "transport": {...},
-     "start_at": 12345.6,                # time.monotonic() of t = 0; null: print
-                                         # {"ready": true} and read it from stdin
-     "timeout_s": 600, "telemetry_path": "run/h0.jsonl",
-     "ranks": [                          # one entry per job this host takes part in
-       {"job": 1, "rank": 0, "algorithm": "ring_allreduce",
-        "rings": [[0, 4, 8, 12]],        # rings of this rank, global rank ids in ring order
-        "grid": null,                    # ring2d_allreduce: grid[row][col] of rank ids
-        "channel": 0,                    # channel of the first ring (+1 for the second)
-        "rank_ips": {"0": "10.0.0.2", ...},
-        "nbytes": 1048576, "passes": 4, "compute_gap_s": 0.0, "start_s": 0.0,
-        "steps_per_collective": 6, "seed": 1,
-        "after_job": 0,                  # a job id: start once this host's rank of that
-                                         # job has finished (+ start_s as the gap)
-        "program": null}]}               # or [[nbytes, ready_s, begins_iteration], ...]:
-                                         # one entry per collective (a training
-                                         # workload); collective i starts once i-1 is done
-                                         # and ready_s after its iteration began (the end
-                                         # of the collective before the iteration's first)
+Configuration: a ``hosts.config.HostConfig`` with ``ranks`` (one ``RankConfig`` per job this
+host takes part in), written as JSON by the launcher (``emulator.launch.launcher``); times
+and rates emulated. t = 0 comes through the launcher's ready barrier (``hosts.process``).
 
 Buffers hold float32 values that are small integers, so every sum is exact and each rank
 checks its result against the sum it computes (once, before the start) from the other
@@ -41,10 +23,14 @@ import time
 
 import numpy as np
 
-from hosts.collectives import build_schedule_for, chunk_ranges
-from hosts.dcqcn import DcqcnParams
-from hosts.nic import Nic, TransportParams
-from hosts.process import Telemetry, config_main
+from dataclasses import replace
+
+from hosts.collectives import collective
+from hosts.collectives.expected import Expected
+from hosts.config import HostConfig, RankConfig
+from hosts.nic import Nic
+from hosts.process import config_main
+from hosts.telemetry import Telemetry
 
 DTYPE = np.float32
 ITEM = np.dtype(DTYPE).itemsize
@@ -57,71 +43,32 @@ def rank_base(seed: int, job: int, rank: int, count: int) -> np.ndarray:
     return rng.integers(0, 64, count).astype(DTYPE)
 
 
-def build_schedule(spec: dict):
-    ring_or_grid = spec["grid"] if spec["algorithm"] == "ring2d_allreduce" else spec["rings"][0]
-    return build_schedule_for(spec["algorithm"], ring_or_grid, spec["rank"], spec["nbytes"], ITEM)
-
-
-class Expected:
-    """What each pass must produce, computed once: rank r's input of pass p is
-    ``base_r + p``, so an all-reduce must give ``sum(base) + N p`` (exact in float32 for
-    N (63 + passes) < 2**24) and an all-gather ``base_owner + p`` chunk by chunk."""
-
-    def __init__(self, spec: dict, schedule):
-        count = spec["nbytes"] // ITEM
-        self.alg = spec["algorithm"]
-        if spec.get("grid"):                       # 2D: the sum is over the whole grid
-            members = sorted(r for row in spec["grid"] for r in row)
-        else:
-            members = sorted({r for ring in schedule.rings for r in ring})
-        self.n = len(members)
-        self.base = rank_base(spec["seed"], spec["job"], spec["rank"], count)
-        nbytes = spec["nbytes"]
-        ring = list(schedule.rings[0])
-        pos, n = ring.index(spec["rank"]), len(ring)
-        chunks = chunk_ranges(0, nbytes, n, ITEM)
-        if self.alg == "ring_allgather":
-            self.target = np.empty(count, DTYPE)
-            for q, r in enumerate(ring):
-                o, ln = chunks[q]
-                b = self.base if r == spec["rank"] else rank_base(spec["seed"], spec["job"], r, count)
-                self.target[o // ITEM:(o + ln) // ITEM] = b[o // ITEM:(o + ln) // ITEM]
-            self.per_pass = 1
-            self.ranges = [(0, nbytes)]
-        else:
-            self.target = np.zeros(count, DTYPE)
-            for r in members:
-                self.target += self.base if r == spec["rank"] else \
-                    rank_base(spec["seed"], spec["job"], r, count)
-            self.per_pass = self.n
-            self.ranges = [chunks[(pos + 1) % n]] if self.alg == "ring_reducescatter" \
-                else [(0, nbytes)]
-
-    def input(self, pass_index: int) -> np.ndarray:
-        return self.base + DTYPE(pass_index)
-
-    def check(self, buf: np.ndarray, pass_index: int) -> bool:
-        add = DTYPE(self.per_pass * pass_index)
-        return all(np.array_equal(buf[o // ITEM:(o + n) // ITEM],
-                                  self.target[o // ITEM:(o + n) // ITEM] + add)
-                   for o, n in self.ranges)
+def build(cfg: RankConfig):
+    """The rank's schedule and what each of its passes must produce (computed once, from
+    every member's seeded input: the exact sums of docs/architecture.md §4)."""
+    coll = collective(cfg.algorithm)
+    schedule = coll.schedule(cfg.group, cfg.rank, cfg.nbytes, ITEM)
+    count = cfg.nbytes // ITEM
+    expected = Expected(coll, cfg.rank, cfg.group, cfg.nbytes,
+                        lambda r: rank_base(cfg.seed, cfg.job, r, count))
+    return schedule, expected
 
 
 class Collective:
     """One pass of one collective on this rank (event-driven on NIC callbacks)."""
 
-    def __init__(self, nic: Nic, spec: dict, schedule, pass_index: int, telemetry, progress,
-                 expected: Expected):
+    def __init__(self, nic: Nic, spec: RankConfig, schedule, pass_index: int, telemetry,
+                 progress, expected: Expected):
         self.nic, self.spec, self.sch, self.pass_index = nic, spec, schedule, pass_index
         self.tele, self.progress, self.expected = telemetry, progress, expected
         self.buf = expected.input(pass_index)
         self.bytes = self.buf.view(np.uint8)
-        self.step_base = pass_index * spec["steps_per_collective"]
-        self.ips = {int(k): v for k, v in spec["rank_ips"].items()}
+        self.step_base = pass_index * spec.steps_per_collective
+        self.ips = spec.rank_ips
         self.next_apply = 0               # index of the next step whose receive we apply
         self.sent_upto = -1               # highest step index whose send was posted
         self.pending: dict[int, bytes] = {}
-        self.step_delay_s = spec.get("step_delay_s", 0.0)   # a straggler's compute time
+        self.step_delay_s = spec.step_delay_s               # a straggler's compute time
         self.deferred: list[tuple[float, int]] = []          # (when, step) sends to post
         self.sends_open = 0
         self.start_s = None
@@ -131,7 +78,7 @@ class Collective:
         return (self.step_base + self.sch.steps[i].step) & STEP_MASK
 
     def channel(self, i: int) -> int:
-        return self.spec["channel"] + self.sch.steps[i].ring
+        return self.spec.channel + self.sch.steps[i].ring
 
     def start(self, now: float) -> None:
         self.start_s = now
@@ -143,7 +90,7 @@ class Collective:
         peer = self.ips[self.sch.rings[st.ring][st.send_to]]
         self.sends_open += 1
         self.sent_upto = i
-        self.nic.send(peer, self.spec["job"], self.channel(i), self.wire_step(i),
+        self.nic.send(peer, self.spec.job, self.channel(i), self.wire_step(i),
                       self.bytes[o:o + n].tobytes(), on_complete=self._send_done)
 
     def tick(self, now: float) -> None:
@@ -192,9 +139,9 @@ class Collective:
     def _finish(self) -> None:
         ok = self.expected.check(self.buf, self.pass_index)
         self.verified = ok
-        self.tele.write({"type": "collective", "job": self.spec["job"], "rank": self.spec["rank"],
-                         "pass": self.pass_index, "algorithm": self.spec["algorithm"],
-                         "nbytes": self.spec["nbytes"], "start_s": self.start_s,
+        self.tele.write({"type": "collective", "job": self.spec.job, "rank": self.spec.rank,
+                         "pass": self.pass_index, "algorithm": self.spec.algorithm,
+                         "nbytes": self.spec.nbytes, "start_s": self.start_s,
                          "end_s": self.end_s, "verified": ok,
                          "steps": len(self.sch.steps)})
 
@@ -209,14 +156,13 @@ class RankProgram:
 
     def __init__(self, nic, spec, t0, telemetry, progress):
         self.nic, self.spec, self.tele, self.progress = nic, spec, telemetry, progress
-        self.program = spec.get("program") or None
-        sizes = {c[0] for c in self.program} if self.program else {spec["nbytes"]}
+        self.program = spec.program or None
+        sizes = {c[0] for c in self.program} if self.program else {spec.nbytes}
         self.per_size = {}               # nbytes -> (spec, schedule, expected)
         for n in sorted(sizes):
-            s = dict(spec, nbytes=n)
-            sch = build_schedule(s)
-            self.per_size[n] = (s, sch, Expected(s, sch))
-        self.passes = len(self.program) if self.program else spec["passes"]
+            s = replace(spec, nbytes=n)
+            self.per_size[n] = (s, *build(s))
+        self.passes = len(self.program) if self.program else spec.passes
         self.current: Collective | None = None
         self.finished: list[Collective] = []
         self.early: list = []            # messages for passes not started yet
@@ -227,17 +173,17 @@ class RankProgram:
         """The run's t = 0; a program that runs after another waits for it instead."""
         self.t0 = t0
         self.next_start = None
-        if not self.spec.get("after_job"):
+        if not self.spec.after_job:
             self._anchor(t0)
 
     def _anchor(self, t: float) -> None:
-        self.iteration_start = t + self.spec.get("start_s", 0.0)
+        self.iteration_start = t + self.spec.start_s
         self.next_start = self.iteration_start + (self.program[0][1] if self.program else 0.0)
 
     def _after(self, now: float) -> float:
         """When the next collective may start, the previous one having ended at ``now``."""
         if not self.program:
-            return now + self.spec.get("compute_gap_s", 0.0)
+            return now + self.spec.compute_gap_s
         nbytes, ready_s, begins_iteration = self.program[len(self.finished)]
         if begins_iteration:
             self.iteration_start = now
@@ -264,7 +210,7 @@ class RankProgram:
         if self.current is None and len(self.finished) < self.passes \
                 and self.next_start is not None and now >= self.next_start:
             index = len(self.finished)
-            nbytes = self.program[index][0] if self.program else self.spec["nbytes"]
+            nbytes = self.program[index][0] if self.program else self.spec.nbytes
             spec, schedule, expected = self.per_size[nbytes]
             self.current = Collective(self.nic, spec, schedule, index, self.tele,
                                       self.progress, expected)
@@ -274,7 +220,7 @@ class RankProgram:
                 self.on_message(flow, msg, now)
 
     def on_message(self, flow, message, now) -> bool:
-        if flow.job != self.spec["job"]:
+        if flow.job != self.spec.job:
             return False
         c = self.current
         if c is not None:
@@ -298,25 +244,26 @@ class RankProgram:
 
 def link_after(programs: list[RankProgram]) -> None:
     """Point each program with an ``after_job`` at this host's program of that job."""
-    by_job = {p.spec["job"]: p for p in programs}
+    by_job = {p.spec.job: p for p in programs}
     for p in programs:
-        if p.spec.get("after_job"):
-            if p.spec["after_job"] not in by_job:
-                raise SystemExit(f"job {p.spec['job']} runs after job {p.spec['after_job']}, "
+        if p.spec.after_job:
+            if p.spec.after_job not in by_job:
+                raise SystemExit(f"job {p.spec.job} runs after job {p.spec.after_job}, "
                                  "which has no rank on this host")
-            p.after = by_job[p.spec["after_job"]]
+            p.after = by_job[p.spec.after_job]
 
 
-def run(cfg: dict) -> dict:
-    tele = Telemetry(cfg.get("telemetry_path"))
-    programs: list[RankProgram] = []
+def run(cfg: HostConfig, wait_start) -> dict:
+    """Set up every rank of this host, wait for t = 0 (``wait_start()``), run them."""
+    tele = Telemetry(cfg.telemetry_path)
     counts = {"applied": 0}
-    total_steps = sum((len(r.get("program") or ()) or r["passes"]) * r["steps_per_collective"]
-                      for r in cfg["ranks"])
+    total_steps = cfg.total_steps
 
     def progress():
         counts["applied"] += 1
         print(json.dumps({"progress": counts["applied"], "of": total_steps}), flush=True)
+
+    programs: list[RankProgram] = []
 
     def on_message(flow, message):
         now = time.monotonic()
@@ -326,27 +273,21 @@ def run(cfg: dict) -> dict:
         tele.write({"type": "unexpected_message", "job": flow.job, "step": flow.step,
                     "peer": flow.peer})
 
-    nic = Nic(cfg["ip"], cfg["line_rate_bps"], DcqcnParams(**cfg["dcqcn"]),
-              TransportParams(**cfg.get("transport", {})), on_message=on_message, telemetry=tele)
-    if cfg.get("start_at") is None:
-        # Ready barrier: announce that set-up (imports, sockets, schedules, expected
-        # results) is done, then take the shared start time from stdin, so no rank
-        # starts late because its Python started slowly.
-        programs_ready = [RankProgram(nic, spec, 0.0, tele, progress) for spec in cfg["ranks"]]
-        print(json.dumps({"ready": True}), flush=True)
-        line = sys.stdin.readline()
-        if not line.strip():
-            nic.close()
-            raise SystemExit("no start time on stdin")
-        t0 = float(line)
-        for p in programs_ready:
-            p.set_start(t0)
-        programs += programs_ready
-    else:
-        t0 = cfg["start_at"]
-        programs += [RankProgram(nic, spec, t0, tele, progress) for spec in cfg["ranks"]]
+    nic = Nic(cfg.ip, cfg.line_rate_bps, cfg.cc, cfg.transport, on_message=on_message,
+              telemetry=tele)
+    # Set-up (schedules, expected results) happens before the barrier, so no rank starts
+    # late because its Python started slowly.
+    ready = [RankProgram(nic, r, 0.0, tele, progress) for r in cfg.ranks]
+    try:
+        t0 = wait_start()
+    except BaseException:
+        nic.close()
+        raise
+    for p in ready:
+        p.set_start(t0)
+    programs += ready
     link_after(programs)
-    deadline = t0 + cfg.get("timeout_s", 600)
+    deadline = t0 + cfg.timeout_s
     timed_out = False
     try:
         while True:
@@ -364,14 +305,14 @@ def run(cfg: dict) -> dict:
                 if t is not None:
                     wait = min(wait, max(0.0, t - now))
             nic.poll(wait)
-        linger = time.monotonic() + cfg.get("linger_s", 0.5)
+        linger = time.monotonic() + cfg.linger_s
         while time.monotonic() < linger:
             nic.poll(0.02)
     finally:
         stats = nic.stats()
         nic.close()
     colls = [c for p in programs for c in p.finished]
-    summary = {"type": "rank_summary", "name": cfg.get("name"), "ip": cfg["ip"],
+    summary = {"type": "rank_summary", "name": cfg.name, "ip": cfg.ip,
                "collectives": len(colls), "expected": sum(p.passes for p in programs),
                "verified": sum(getattr(c, "verified", False) for c in colls),
                "timed_out": timed_out, "steps_applied": counts["applied"],

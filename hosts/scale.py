@@ -1,4 +1,4 @@
-"""Emulation scale (time dilation), DESIGN.md §7. The one module that converts.
+"""Emulation scale (time dilation), docs/architecture.md §7. The one module that converts.
 
 Python on a couple of cores cannot forward the paper's 10 Gbps, so the emulator runs
 the same network D times slower: link rates are divided by D and every protocol timer
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 DEFAULT_DILATION = 1000.0
 
-# Real-scale reference values (paper Table 1; DESIGN.md §4.2, §5.3).
+# Real-scale reference values (paper Table 1; docs/architecture.md §3.2): the defaults of
+# the spec's link rate and of DCQCN's notification point, declared here once.
 PAPER_LINK_RATE_BPS = 10e9
-SYMPHONY_T_WIN_S = 100e-6
 CNP_INTERVAL_S = 50e-6
 
 

@@ -1,4 +1,4 @@
-"""The wire format: RoCEv2 framing of every packet the emulator sends (DESIGN.md §3).
+"""The wire format: RoCEv2 framing of every packet the emulator sends (docs/architecture.md §2).
 
     IPv4 / UDP (dport 4791, sport = per-flow entropy) / BTH (12 B) / payload / ICRC (4 B)
 

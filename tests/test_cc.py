@@ -11,10 +11,12 @@ import pytest
 
 from hosts.cc import (ALGORITHMS, Algorithm, CcConfig, CongestionControl, DcqcnMlx, DcqcnPaper,
                       DcqcnParams, LineRate, LineRateParams)
+from hosts.config import TransportParams
 from hosts.nic import Nic
 from hosts.scale import Scale
 
 D1000 = Scale(1000)
+TRANSPORT = TransportParams(rto_s=1.0, nak_timeout_s=0.2)
 EXPECTED_CLASS = {"dcqcn_paper": DcqcnPaper, "dcqcn_mlx": DcqcnMlx, "none": LineRate}
 
 
@@ -157,7 +159,7 @@ def test_nic_builds_each_send_flows_controller_from_the_config(name):
     cfg = CcConfig.default(name, 10e9, D1000)
     records = []
     tele = type("Tele", (), {"write": staticmethod(records.append)})
-    nic = Nic(IP, 1e7, cfg, telemetry=tele)
+    nic = Nic(IP, 1e7, cfg, TRANSPORT, telemetry=tele)
     try:
         assert nic.np.interval_s == pytest.approx(0.05)     # 50 µs x 1000, every algorithm
         flows = [nic.send("127.0.0.1", 1, 0, step, bytes(10_000)) for step in (0, 1)]
@@ -172,4 +174,4 @@ def test_nic_builds_each_send_flows_controller_from_the_config(name):
 
 def test_nic_rejects_a_config_for_another_line_rate():
     with pytest.raises(ValueError, match="dcqcn_mlx line rate"):
-        Nic(IP, 2e7, CcConfig.default("dcqcn_mlx", 10e9, D1000))
+        Nic(IP, 2e7, CcConfig.default("dcqcn_mlx", 10e9, D1000), TRANSPORT)

@@ -1,4 +1,4 @@
-"""Tests for hosts/gbn.py: go-back-N sender and receiver (DESIGN.md §4.1).
+"""Tests for hosts/gbn.py: go-back-N sender and receiver (docs/architecture.md §3.1).
 
 The sender and receiver are wired through :class:`Channel`, a deterministic harness:
 two explicit lists of packets in flight (data one way, ACK/NAK the other) that a test

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from emulator import workloads
+from emulator.plan import workloads
+from hosts.config import RankConfig
 from hosts.rank import RankProgram, link_after
 from hosts.scale import Scale
 
@@ -52,10 +53,12 @@ class FakeNet:
 
 
 def rank_spec(r, job=3, **kw):
-    return {"job": job, "rank": r, "algorithm": "ring_allreduce", "rings": [[0, 1, 2, 3]],
-            "grid": None, "channel": 0, "rank_ips": {str(k): v for k, v in IPS.items()},
-            "nbytes": 16384, "passes": 1, "compute_gap_s": 0.0, "start_s": 0.0,
-            "steps_per_collective": 6, "seed": 7, "program": None, **kw}
+    program = kw.pop("program", None)
+    return RankConfig(**{"job": job, "rank": r, "algorithm": "ring_allreduce",
+                         "group": (0, 1, 2, 3), "channel": 0, "rank_ips": dict(IPS),
+                         "nbytes": 16384, "passes": 1, "compute_gap_s": 0.0, "start_s": 0.0,
+                         "steps_per_collective": 6, "seed": 7,
+                         "program": tuple(map(tuple, program)) if program else None, **kw})
 
 
 def run_ring(*jobs):

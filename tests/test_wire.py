@@ -1,4 +1,4 @@
-"""Tests for hosts/wire.py: the RoCEv2 wire format (DESIGN.md §3).
+"""Tests for hosts/wire.py: the RoCEv2 wire format (docs/architecture.md §2).
 
 The struct-based hot path is checked against scapy's own ``scapy.contrib.roce``
 layers, field for field and byte for byte, so a capture of our packets dissects as
