@@ -31,10 +31,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from hosts import wire  # noqa: E402
-from switch_agent.pipeline import Port, RedParams, SwitchPipeline  # noqa: E402
+from switch_agent.config import default_agent  # noqa: E402
+from switch_agent.pipeline import Port, SwitchPipeline  # noqa: E402
 from switch_agent.queue_model import EgressQueue  # noqa: E402
 from switch_agent.symphony import SymphonyTracker  # noqa: E402
-from switch_agent.telemetry import Telemetry  # noqa: E402
+from hosts.telemetry import Telemetry  # noqa: E402
 
 GOAL_PPS = 60_000
 GOAL_RSS_MB = 50
@@ -60,8 +61,9 @@ def bench_logic(n_packets: int) -> dict:
             tele.write({"type": "window", **rec._asdict(), "marks_red": red,
                         "marks_symphony": sym})
 
-        pipe = SwitchPipeline(ports, RedParams(), SymphonyTracker(k=0.01, t_win_s=0.1),
-                              random.Random(1).random, on_window=on_window)
+        agent = default_agent("leaf0")          # the spec defaults: RED 50/100 KB, k 0.01
+        pipe = SwitchPipeline(ports, agent.red, SymphonyTracker(agent.symphony),
+                              random.Random(1).random, scheme="symphony", on_window=on_window)
         handle = pipe.handle
         seq = [(flows[i % 8][(i // 8) % 64], i % 4) for i in range(8 * 64)]
         dt = 4154 * 8 / 40e6            # four 10 Mbit/s ports fully loaded
@@ -127,7 +129,7 @@ def bench_nfqueue(seconds: float, payload: int, steps: int) -> dict:
     """The real agent on NFQUEUE in a one-switch fabric, flooded by one sender."""
     import subprocess
 
-    from emulator.network import Fabric
+    from emulator.launch.fabric import Fabric
     from topologies.dumbbell import DumbbellTopo
     from topologies.fabric import REPO_ROOT
 

@@ -33,7 +33,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from emulator import report, runner  # noqa: E402
+from emulator.analysis import report  # noqa: E402
+from emulator.launch import runner
 from emulator.spec import load  # noqa: E402
 from topologies.fabric import REPO_ROOT  # noqa: E402
 

@@ -37,6 +37,7 @@ quantities are the same at both scales. A complete spec with every key::
     t_win_us = 100.0
     n_warmup = 2
     n_sample = 8
+    tracking = "job"                 # job: state per job (Algorithm 1) | ring: per (job, ring)
 
     [dcqcn]
     variant = "paper"                # paper | mlx
@@ -47,12 +48,15 @@ quantities are the same at both scales. A complete spec with every key::
     per_step_sport = true            # false: one source port per connection
     rto_us = 1000.0                  # go-back-N retransmission timeout, from the last send
     nak_timeout_us = 200.0           # receiver: a further NAK for the same gap after this
+    congestion_control = "dcqcn"     # dcqcn (the [dcqcn] variant) | none (line rate,
+                                     # CNPs ignored: what congestion control costs)
 
     [[jobs]]                         # one table per job
     id = 1                           # job id (P_Key), 1..32767
     hosts = "all"                    # "all", or a list of host names ["h0", "h4", ...]
     algorithm = "ring_allreduce"     # ring_allreduce | ring_reducescatter | ring_allgather
-                                     # | ring2d_allreduce
+                                     # | ring2d_allreduce | halving_doubling_allreduce
+                                     # (power-of-two ranks per ring); hosts.collectives
     rings = "rail"                   # rail: ring r = host r of every leaf (Fig 1a);
                                      # single: one ring over `hosts` in order
     grid = [4, 4]                    # ring2d_allreduce: [rows, columns], hosts row by row
@@ -106,18 +110,27 @@ try:
 except ModuleNotFoundError:          # Python 3.10
     import tomli as tomllib
 
-from emulator import jobstream
-from emulator.workloads import WORKLOAD_NAMES
+from emulator.plan import jobstream
+from emulator.plan.schemes import SCHEMES as SCHEME_REGISTRY
+from emulator.plan.workloads import WORKLOAD_NAMES
+from hosts.cc import ALGORITHMS as CC_ALGORITHMS
 from hosts.collectives import ALGORITHMS
+from hosts.config import ConfigError, TransportParams, finite
+from hosts.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS, Scale
+from switch_agent.config import T_WIN_S, RedParams, SymphonyParams
+from topologies import fabric as wiring
+from topologies.fabric import neighbors, switch_names  # noqa: F401  (part of the spec API)
 
-SCHEMES = ("baseline", "symphony", "pq")
+SCHEMES = tuple(SCHEME_REGISTRY)          # emulator.plan.schemes: one object each
 PERTURBATIONS = ("imbalance", "background", "link_down", "straggler", "loss",
                  "symphony_late_start")
 TOPOLOGY_KINDS = ("leafspine", "dumbbell")
 ROUTINGS = ("ecmp", "static")
-ALGORITHM_NAMES = tuple(ALGORITHMS) + ("ring2d_allreduce",)
+ALGORITHM_NAMES = tuple(ALGORITHMS)
+GRID_ALGORITHMS = tuple(n for n, c in ALGORITHMS.items() if c.needs_grid)
 RING_LAYOUTS = ("rail", "single")
 DCQCN_VARIANTS = ("paper", "mlx")
+CONGESTION_CONTROLS = ("dcqcn",) + tuple(n for n in CC_ALGORITHMS if not n.startswith("dcqcn"))
 
 
 class SpecError(ValueError):
@@ -126,7 +139,7 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class ScaleSpec:
-    dilation: float = 1000.0
+    dilation: float = DEFAULT_DILATION
 
 
 @dataclass(frozen=True)
@@ -137,8 +150,8 @@ class TopologySpec:
     hosts_per_leaf: int = 4
     hosts: int = 3
     routing: str = "ecmp"
-    link_rate_gbps: float = 10.0
-    buffer_bytes: int = 512 * 1024
+    link_rate_gbps: float = PAPER_LINK_RATE_BPS / 1e9
+    buffer_bytes: int = wiring.DEFAULT_BUFFER_BYTES
     pods: int = 1
     cores: int = 0
     oversubscription: float = 1.0
@@ -156,20 +169,21 @@ class TopologySpec:
 
 
 @dataclass(frozen=True)
-class SwitchSpec:
-    red: bool = True
-    kmin_bytes: int = 50_000
-    kmax_bytes: int = 100_000
-    pmax: float = 0.2
+class SwitchSpec:                    # defaults: the agent's own (switch_agent.config)
+    red: bool = RedParams.enabled
+    kmin_bytes: int = RedParams.kmin_bytes
+    kmax_bytes: int = RedParams.kmax_bytes
+    pmax: float = RedParams.pmax
 
 
 @dataclass(frozen=True)
-class SymphonySpec:
-    k: float = 0.01
-    tau: float = 0.25
-    t_win_us: float = 100.0
-    n_warmup: int = 2
-    n_sample: int = 8
+class SymphonySpec:                  # defaults: the agent's own (switch_agent.config)
+    k: float = SymphonyParams.k
+    tau: float = SymphonyParams.tau
+    t_win_us: float = T_WIN_S * 1e6  # real scale
+    n_warmup: int = SymphonyParams.n_warmup
+    n_sample: int = SymphonyParams.n_sample
+    tracking: str = SymphonyParams.tracking   # job (Algorithm 1) | ring: per (job, ring)
 
 
 @dataclass(frozen=True)
@@ -179,11 +193,12 @@ class DcqcnSpec:
 
 @dataclass(frozen=True)
 class TransportSpec:
-    mtu_bytes: int = 4096
-    ack_every: int = 8
-    per_step_sport: bool = True
+    mtu_bytes: int = TransportParams.mtu_bytes       # scale-free: declared on the
+    ack_every: int = TransportParams.ack_every       # NIC's own type
+    per_step_sport: bool = TransportParams.per_step_sport
     rto_us: float = 1000.0          # real scale; above a full 512 KB queue at 10 Gb/s (420 us)
     nak_timeout_us: float = 200.0
+    congestion_control: str = "dcqcn"   # dcqcn ([dcqcn] variant) | none | a hosts.cc name
 
 
 @dataclass(frozen=True)
@@ -395,6 +410,21 @@ def _need(cond: bool, path: str, key: str, value, allowed: str) -> None:
         raise SpecError(f"{path}: {key} = {value!r}: {allowed}")
 
 
+def _reuse(path: str, section: str, values, build, keys: dict | None = None,
+           unit: str = ""):
+    """Run a process-config type's own range check (``build``) on a spec section's values;
+    its ``ConfigError`` names a field, reported here as the spec's key (``keys`` maps
+    fields whose spec key differs, e.g. emulated ``t_win_s`` -> real-scale ``t_win_us``)
+    with the spec's own value, and ``unit`` after the words of a renamed key)."""
+    try:
+        return build()
+    except ConfigError as e:
+        key = (keys or {}).get(e.field, e.field)
+        value = getattr(values, key, e.value)
+        note = unit if key != e.field else ""
+        raise SpecError(f"{path}: {section}.{key} = {value!r}: {e.allowed}{note}") from None
+
+
 def validate(raw: dict, path: str) -> Spec:
     raw = copy.deepcopy(raw)
     for k in raw:
@@ -416,53 +446,42 @@ def validate(raw: dict, path: str) -> Spec:
 
     sc, topo, sw, sy, dc, tr = (sections[k] for k in
                                 ("scale", "topology", "switch", "symphony", "dcqcn", "transport"))
-    _need(sc.dilation > 0, path, "scale.dilation", sc.dilation, "must be > 0")
+    _need(finite(sc.dilation) and 1e-3 <= sc.dilation <= 1e7, path, "scale.dilation",
+          sc.dilation, "must be > 0: a finite number in [0.001, 1e7]")
     _need(topo.kind in TOPOLOGY_KINDS, path, "topology.kind", topo.kind,
           f"allowed: {', '.join(TOPOLOGY_KINDS)}")
-    _need(topo.routing in ROUTINGS, path, "topology.routing", topo.routing,
-          f"allowed: {', '.join(ROUTINGS)}")
-    _need(1 <= topo.leaves <= 128, path, "topology.leaves", topo.leaves, "must be in 1..128")
-    _need(0 <= topo.spines <= 127, path, "topology.spines", topo.spines, "must be in 0..127")
-    _need(topo.kind != "leafspine" or topo.leaves == 1 or topo.spines >= 1, path,
-          "topology.spines", topo.spines, "more than one leaf needs at least one spine")
-    _need(1 <= topo.hosts_per_leaf <= 254, path, "topology.hosts_per_leaf", topo.hosts_per_leaf,
-          "must be in 1..254")
+    if topo.kind == "leafspine":
+        _reuse(path, "topology", topo, lambda: wiring.check_shape(
+            topo.leaves, topo.spines, topo.hosts_per_leaf, topo.routing))
+    else:
+        _reuse(path, "topology", topo, lambda: wiring.check_shape(1, 0, 1, topo.routing))
     _need(2 <= topo.hosts <= 254, path, "topology.hosts", topo.hosts, "must be in 2..254")
-    _need(topo.link_rate_gbps > 0, path, "topology.link_rate_gbps", topo.link_rate_gbps,
-          "must be > 0")
-    _need(1 <= topo.pods <= 16 and (topo.pods == 1 or topo.kind == "leafspine"), path,
-          "topology.pods", topo.pods, "must be in 1..16 (several: leafspine only)")
-    _need(topo.pods * topo.leaves <= 128 and topo.pods * topo.spines <= 127, path,
-          "topology.pods", topo.pods, "pods x leaves must be <= 128 and pods x spines <= 127")
-    _need(0 <= topo.cores <= 32 and (topo.pods == 1 or topo.cores >= 1), path,
-          "topology.cores", topo.cores, "must be in 0..32, and >= 1 with several pods")
-    _need(topo.pods == 1 or topo.spines >= 1, path, "topology.spines", topo.spines,
-          "several pods need at least one spine per pod")
-    _need(topo.pods == 1 or topo.routing == "ecmp", path, "topology.routing", topo.routing,
-          "several pods are routed with ecmp only")
-    _need(topo.oversubscription > 0, path, "topology.oversubscription",
-          topo.oversubscription, "must be > 0 (spine downlink : uplink capacity)")
+    _need(finite(topo.link_rate_gbps) and 1e-3 <= topo.link_rate_gbps <= 1e4, path,
+          "topology.link_rate_gbps", topo.link_rate_gbps,
+          "must be > 0: a finite rate in [0.001, 10000] Gb/s")
+    _need(topo.pods == 1 or topo.kind == "leafspine", path, "topology.pods", topo.pods,
+          "several pods: leafspine only")
+    _reuse(path, "topology", topo, lambda: wiring.check_pods(
+        topo.pods, topo.cores, topo.leaves, topo.spines, topo.routing, topo.oversubscription))
     _need(1 <= topo.servers <= topo.pods and (topo.servers == 1 or topo.kind == "leafspine"),
           path, "topology.servers", topo.servers,
           f"must be in 1..pods ({topo.pods}): whole pods go to one server each")
-    _need(topo.buffer_bytes >= 16_384, path, "topology.buffer_bytes", topo.buffer_bytes,
-          "must be >= 16384 (a few 4 KB frames)")
-    _need(0 <= sw.kmin_bytes < sw.kmax_bytes, path, "switch.kmin_bytes", sw.kmin_bytes,
-          f"need 0 <= kmin_bytes < kmax_bytes ({sw.kmax_bytes})")
-    _need(0 <= sw.pmax <= 1, path, "switch.pmax", sw.pmax, "must be in [0, 1]")
-    _need(sy.k >= 0, path, "symphony.k", sy.k, "must be >= 0")
-    _need(0 <= sy.tau <= 1, path, "symphony.tau", sy.tau, "must be in [0, 1]")
-    _need(sy.t_win_us > 0, path, "symphony.t_win_us", sy.t_win_us, "must be > 0")
-    _need(sy.n_warmup >= 0, path, "symphony.n_warmup", sy.n_warmup, "must be >= 0")
-    _need(sy.n_sample >= 0, path, "symphony.n_sample", sy.n_sample, "must be >= 0")
+    _need(16_384 <= topo.buffer_bytes <= 1 << 30, path, "topology.buffer_bytes",
+          topo.buffer_bytes, "must be >= 16384 (a few 4 KB frames) and <= 2**30")
+    _reuse(path, "switch", sw, lambda: RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax),
+           {"enabled": "red"})
+    scale = Scale(sc.dilation)
+    _reuse(path, "symphony", sy, lambda: SymphonyParams(
+        scale.time_s(sy.t_win_us * 1e-6), sy.k, sy.tau, sy.n_warmup, sy.n_sample, sy.tracking),
+        {"t_win_s": "t_win_us"})
     _need(dc.variant in DCQCN_VARIANTS, path, "dcqcn.variant", dc.variant,
           f"allowed: {', '.join(DCQCN_VARIANTS)}")
-    _need(256 <= tr.mtu_bytes <= 8192 and tr.mtu_bytes % 4 == 0, path, "transport.mtu_bytes",
-          tr.mtu_bytes, "must be a multiple of 4 in 256..8192")
-    _need(tr.ack_every >= 1, path, "transport.ack_every", tr.ack_every, "must be >= 1")
-    _need(tr.rto_us > 0, path, "transport.rto_us", tr.rto_us, "must be > 0 (µs, real scale)")
-    _need(tr.nak_timeout_us > 0, path, "transport.nak_timeout_us", tr.nak_timeout_us,
-          "must be > 0 (µs, real scale)")
+    _need(tr.congestion_control in CONGESTION_CONTROLS, path, "transport.congestion_control",
+          tr.congestion_control, f"allowed: {', '.join(CONGESTION_CONTROLS)}")
+    _reuse(path, "transport", tr, lambda: TransportParams(
+        mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every, rto_s=scale.time_s(tr.rto_us * 1e-6),
+        nak_timeout_s=scale.time_s(tr.nak_timeout_us * 1e-6)),
+        {"rto_s": "rto_us", "nak_timeout_s": "nak_timeout_us"}, " (µs, real scale)")
     schemes = run.schemes
     _need(isinstance(schemes, (list, tuple)) and len(schemes) > 0
           and all(s in SCHEMES for s in schemes), path, "run.schemes", schemes,
@@ -560,31 +579,6 @@ def _validate_message(m: MessageSpec, where: str, path: str, topo: TopologySpec)
     return m
 
 
-def switch_names(topo: TopologySpec) -> list[str]:
-    if topo.kind == "dumbbell":
-        return ["leaf0"]
-    return ([f"leaf{t}" for t in range(topo.leaves * topo.pods)]
-            + [f"spine{s}" for s in range(topo.spines * topo.pods)]
-            + [f"core{c}" for c in range(topo.cores)])
-
-
-def neighbors(topo: TopologySpec, switch: str) -> list[str]:
-    """Nodes one link away from ``switch``."""
-    if switch.startswith("core"):
-        return [f"spine{g}" for g in range(topo.spines * topo.pods)]
-    if switch.startswith("spine"):
-        pod = int(switch[5:]) // topo.spines
-        return ([f"leaf{t}" for t in range(pod * topo.leaves, (pod + 1) * topo.leaves)]
-                + [f"core{c}" for c in range(topo.cores)])
-    t = int(switch[4:])
-    per = topo.per_leaf
-    hosts = [f"h{t * per + i}" for i in range(per)]
-    if topo.kind != "leafspine":
-        return hosts
-    pod = t // topo.leaves
-    return hosts + [f"spine{g}" for g in range(pod * topo.spines, (pod + 1) * topo.spines)]
-
-
 def _validate_perturbation(p: PerturbationSpec, raw: dict, where: str, path: str,
                            topo: TopologySpec, jobs: list) -> PerturbationSpec:
     _need(p.kind in PERTURBATIONS, path, f"{where}.kind", p.kind,
@@ -663,24 +657,31 @@ def _validate_job(job: JobSpec, where: str, path: str, topo: TopologySpec,
           f"allowed: {', '.join(ALGORITHM_NAMES)}")
     _need(job.rings in RING_LAYOUTS, path, f"{where}.rings", job.rings,
           f"allowed: {', '.join(RING_LAYOUTS)}")
-    if job.algorithm == "ring2d_allreduce":
+    coll = ALGORITHMS[job.algorithm]
+    if coll.needs_grid:
         g = job.grid
-        _need(isinstance(g, tuple) and len(g) == 2 and all(isinstance(x, int) and x >= 2
-                                                           for x in g),
-              path, f"{where}.grid", g, "ring2d_allreduce needs grid = [rows, columns], each >= 2")
+        err = coll.check(g if isinstance(g, tuple) and len(g) == 2
+                         and all(isinstance(x, int) and not isinstance(x, bool) for x in g)
+                         else None)
+        _need(err is None, path, f"{where}.grid", g, err)
         _need(g[0] * g[1] == len(hosts), path, f"{where}.grid", list(g),
               f"rows x columns must equal the job's {len(hosts)} hosts")
     else:
-        _need(job.grid is None, path, f"{where}.grid", job.grid, "only for ring2d_allreduce")
-    if job.rings == "rail" and job.algorithm != "ring2d_allreduce":
-        per_leaf = topo.per_leaf
-        rails = {}
-        for h in hosts:
-            rails.setdefault(int(h[1:]) % per_leaf, []).append(h)
-        sizes = {len(v) for v in rails.values()}
-        _need(len(sizes) == 1 and sizes.pop() >= 2, path, f"{where}.rings", job.rings,
-              "rail rings need the same number (>= 2) of the job's hosts on every rail "
-              "(host r of each leaf); use rings = \"single\" otherwise")
+        _need(job.grid is None, path, f"{where}.grid", job.grid,
+              f"only for {', '.join(GRID_ALGORITHMS)}")
+        group_size = len(hosts)
+        if job.rings == "rail":
+            per_leaf = topo.per_leaf
+            rails = {}
+            for h in hosts:
+                rails.setdefault(int(h[1:]) % per_leaf, []).append(h)
+            sizes = {len(v) for v in rails.values()}
+            _need(len(sizes) == 1 and min(sizes) >= 2, path, f"{where}.rings", job.rings,
+                  "rail rings need the same number (>= 2) of the job's hosts on every rail "
+                  "(host r of each leaf); use rings = \"single\" otherwise")
+            group_size = min(sizes)
+        err = coll.check(group_size)
+        _need(err is None, path, f"{where}.algorithm", job.algorithm, err)
     if job.workload is not None:
         return _validate_workload(job, where, path)
     _need((job.chunk_bytes is None) != (job.size_bytes is None), path, f"{where}.chunk_bytes",

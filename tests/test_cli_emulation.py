@@ -10,7 +10,7 @@ import re
 import pytest
 from mininet.log import lg
 
-from emulator.live import LiveSession, SymphonyCLI
+from emulator.cli.live import LiveSession, SymphonyCLI
 from emulator.spec import load
 from tests.conftest import _root_veths
 from topologies import fabric

@@ -9,7 +9,9 @@ import time
 
 import pytest
 
-from emulator import report, runner
+from emulator.analysis import report
+from emulator.launch import runner
+from emulator.rundir import RunFolder
 from emulator.spec import load
 from tests.conftest import _root_veths
 from topologies.fabric import REPO_ROOT
@@ -107,3 +109,23 @@ def test_ctrl_c_in_the_middle_of_a_run_leaves_nothing_behind(tmp_path):
     assert not leftover.strip(), f"processes of the run still alive: {leftover}"
     with open(out / "baseline-seed1" / "manifest.json") as f:
         assert json.load(f)["scheme"] == "baseline"
+
+
+def test_halving_doubling_allreduce_is_verified_and_talks_to_its_butterfly_partners(tmp_path):
+    """The collective added through the registry alone (hosts/collectives/
+    halving_doubling.py): 8 ranks, 2 x 3 steps per pass, every result exact, and each
+    step's flow goes to the partner at distance N/2, N/4, N/8 (reduce-scatter), then
+    N/8, N/4, N/2 (all-gather)."""
+    path = _spec(tmp_path, 'kind = "leafspine"\nleaves = 2\nspines = 2\nhosts_per_leaf = 4',
+                 'hosts = "all"\nalgorithm = "halving_doubling_allreduce"\nrings = "single"\n'
+                 'chunk_bytes = 32768\npasses = 2')
+    res, meas = _run(path, str(tmp_path / "run"))
+    assert res["jobs"][0]["ranks"] == 8 and _all_verified(res), res
+    assert len(res["jobs"][0]["collectives"]) == 2
+    ip = {f"10.{r // 4}.{r % 4}.2": r for r in range(8)}       # rank r = host hr
+    flows = RunFolder(str(tmp_path / "run")).flows()
+    assert len(flows) == 8 * 6 * 2
+    for f in flows:
+        distance = [4, 2, 1, 1, 2, 4][f["step"] % 6]
+        assert ip[f["dst"]] == ip[f["src"]] ^ distance, f
+    assert all(rc == 0 for rc in meas["host_exit"].values())

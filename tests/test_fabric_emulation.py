@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from emulator.network import Fabric
-from switch_agent.telemetry import read_records
+from emulator.launch.fabric import Fabric
+from hosts.telemetry import read_records
 from tests.conftest import _root_veths
 from tests.fabric_util import ENV, REPO_ROOT, finish, run_streams, start_receiver
 from topologies import fabric

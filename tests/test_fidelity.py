@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from emulator.report import fidelity
+from emulator.analysis.report import fidelity
 from switch_agent import kernel_queues as kq
 from switch_agent.fidelity import PortFidelity
 

@@ -1,4 +1,4 @@
-"""Unit tests for emulator/metrics.py (DESIGN.md §6) on small synthetic logs whose answers
+"""Unit tests for emulator/metrics.py (docs/architecture.md §6) on small synthetic logs whose answers
 are computed by hand. Pure, no root, no run folder."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from emulator import metrics
+from emulator.analysis import metrics
 
 
 def flow(step, t_start, t_end, *, job=1, nbytes=1000, channel=0, src=0, dst=1):

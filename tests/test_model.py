@@ -8,12 +8,8 @@ from emulator.model import (Background, JobInput, LinkEvent, dumbbell, leaf_spin
                             simulate)
 from emulator.spec import JobSpec, TopologySpec
 
-try:                                    # the plan / analysis packages; the old modules before
-    from emulator.analysis import metrics
-    from emulator.plan.layout import JobLayout, layout, theoretical_cct_s, wire_bytes
-except ImportError:                     # pragma: no cover
-    from emulator import metrics
-    from emulator.jobs import JobLayout, layout, theoretical_cct_s, wire_bytes
+from emulator.analysis import metrics
+from emulator.plan.layout import JobLayout, layout, theoretical_cct_s, wire_bytes
 
 R = 8e6                 # bit/s
 MTU = 4096

@@ -3,14 +3,17 @@ to end (paper §3.5) and a training workload's program on real sockets."""
 
 import pytest
 
-from emulator import report, runner
-from emulator.metrics import join_flows
+from emulator import plan as planning
+from emulator.analysis import report
+from emulator.launch import runner
+from emulator.rundir import RunFolder
 from emulator.spec import load
-from switch_agent.telemetry import read_records
+from hosts.telemetry import read_records
 from tests.conftest import _root_veths
 
 pytestmark = pytest.mark.emulation
 
+T_WIN_S = 100e-6 * 2000          # Symphony's window at this dilation
 FABRIC = ('[scale]\ndilation = 2000\n'
           '[topology]\nkind = "leafspine"\nleaves = 2\nspines = 2\nhosts_per_leaf = 4\n'
           'routing = "ecmp"\nlink_rate_gbps = 10.0\n')
@@ -43,8 +46,7 @@ def test_two_jobs_on_shared_links_keep_separate_symphony_state(tmp_path):
     assert len(colls) == 11 and all(c["verified"] for c in colls), res["jobs"]
 
     flows = {1: [], 2: []}
-    for f in join_flows(report._records(str(rundir), "send_flow"),
-                        report._records(str(rundir), "recv_flow")):
+    for f in RunFolder(str(rundir)).flows():
         flows[f["job"]].append(f)
     job2_start = min(f["t_start"] for f in flows[2])
     job1_steps_then = [f["step"] for f in flows[1] if f["t_end"] >= job2_start]
@@ -60,15 +62,21 @@ def test_two_jobs_on_shared_links_keep_separate_symphony_state(tmp_path):
             steps = [f["step"] for f in flows[w["job"]]]
             # (step_min moves one past a step once its last packet has passed)
             assert min(steps) <= w["step_min"] <= max(steps) + 1, (sw, w)
-        # Job 1's step_min only moves forward: job 2 starting at step 0 on the same
-        # switch does not drag it back.
-        before = [w for w in windows if w["job"] == 1 and w["t_s"] < job2_start]
-        after = [w for w in windows if w["job"] == 1 and w["t_s"] >= job2_start]
-        if before and after and before[-1]["step_min"] >= 2:
-            checked += 1
-            assert min(w["step_min"] for w in after) >= before[-1]["step_min"], (sw, after)
+        # Job 2 starting at step 0 on the same switch never drags job 1's step_min below
+        # job 1's own slowest flow in flight during that window. (step_min does move back
+        # on its own: with two rings in one job, Algorithm 1's lazy correction follows the
+        # slower ring — docs/architecture.md §5.3; so compare with job 1's own flows.)
+        for w in windows:
+            if w["job"] != 1 or w["t_s"] < job2_start:
+                continue
+            t0, t1 = w["t_s"], w["t_s"] + T_WIN_S
+            own = [f["step"] for f in flows[1] if f["t_start"] <= t1 and f["t_end"] >= t0]
+            other = [f["step"] for f in flows[2] if f["t_start"] <= t1 and f["t_end"] >= t0]
+            if own and other and max(other) < min(own):
+                checked += 1           # job 2 in flight, all of it behind job 1
+                assert w["step_min"] >= min(own), (sw, w, min(own), max(other))
     assert shared >= 2, "the jobs should share switches (leaf and spine)"
-    assert checked >= 1, "no switch saw job 1 well ahead both before and after job 2 began"
+    assert checked >= 1, "no window of job 1 had job 2 in flight and wholly behind it"
 
 
 def test_a_training_workload_runs_its_buckets_and_verifies_every_one(tmp_path):
@@ -86,7 +94,7 @@ def test_a_training_workload_runs_its_buckets_and_verifies_every_one(tmp_path):
     # The iteration's compute (forward + backward before the first bucket is ready) is
     # inside the JCT: the first all-reduce starts after the job did.
     spec = load(str(path))
-    lay = runner.layouts(spec)[0]
+    lay = planning.compile(spec, "baseline", 1).layouts[0]
     first_ready = lay.program[0][1]
     starts = [c["start_s"] for c in job["collectives"]]
     assert job["jct_s"] > (max(starts) - min(starts)) + first_ready * 0.9

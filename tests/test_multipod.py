@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from emulator import runner
+from emulator import plan as planning
 from emulator.spec import load, neighbors, switch_names
 from tests.toml_util import assert_spec_error, to_toml
 from topologies import fabric
@@ -122,8 +122,8 @@ def test_a_multipod_spec_has_every_pods_hosts_and_switches(tmp_path):
     assert neighbors(t, "spine2") == ["leaf2", "leaf3", "core0", "core1"]
     assert neighbors(t, "core1") == ["spine0", "spine1", "spine2", "spine3"]
     assert neighbors(t, "leaf3") == ["h6", "h7", "spine2", "spine3"]
-    assert runner.port_toward(spec, "spine2", "core1") == "spine2-eth4"
-    assert runner.port_toward(spec, "leaf3", "spine3") == "leaf3-eth4"
+    assert planning.port_toward(spec, "spine2", "core1") == "spine2-eth4"
+    assert planning.port_toward(spec, "leaf3", "spine3") == "leaf3-eth4"
 
 
 def test_a_perturbation_on_a_core_link_is_accepted(tmp_path):
@@ -132,7 +132,7 @@ def test_a_perturbation_on_a_core_link_is_accepted(tmp_path):
     path = tmp_path / "p.toml"
     path.write_text(to_toml(raw))
     spec = load(str(path))
-    assert runner.port_rates(spec) == {"spine0": {"spine0-eth4": 10e9 / 1000 / 1.2}}
+    assert planning.compile(spec, "baseline", 1).fabric.port_rates == {"spine0": {"spine0-eth4": 10e9 / 1000 / 1.2}}
 
 
 @pytest.mark.parametrize("topo, words", [

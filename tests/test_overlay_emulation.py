@@ -5,7 +5,8 @@ import subprocess
 
 import pytest
 
-from emulator import report, runner
+from emulator.analysis import report
+from emulator.launch import runner
 from emulator.spec import load
 from tests.conftest import _root_veths
 

@@ -2,12 +2,16 @@
 
 import json
 import os
+from dataclasses import replace
 import re
 
 import pytest
 
-from emulator import report, runner
-from emulator.network import Fabric
+from emulator import plan as planning
+from switch_agent.config import default_agent
+from emulator.analysis import report
+from emulator.launch import runner
+from emulator.launch.fabric import Fabric
 from emulator.spec import load
 from tests.conftest import _root_veths
 from tests.fabric_util import run_streams
@@ -25,9 +29,9 @@ def test_pq_serves_lagging_flows_first(tmp_path):
     waits (and, with no congestion control here, overflows)."""
     slow = fabric.leaf_port_to_host(0, 2)
     veths = _root_veths()
-    with Fabric(DumbbellTopo(3, rundir=str(tmp_path), pq=True,
-                             agent={"pq": True, "symphony": {"enabled": False},
-                                    "red": {"enabled": False}},
+    agent = default_agent("leaf0")
+    agent = replace(agent, scheme="pq", red=replace(agent.red, enabled=False))
+    with Fabric(DumbbellTopo(3, rundir=str(tmp_path), qdisc="pq", agents={"leaf0": agent},
                              port_rates={"leaf0": {slow: RATE / 2}})) as fab:
         h = [fabric.host_ip(0, i) for i in range(3)]
         [rx], sent = run_streams(
@@ -130,7 +134,7 @@ timeout_s = 120
     assert meas["agents"]["leaf0"]["counters"]["other_pkts"] > 100, "iperf3 traffic missing"
     with open(os.path.join(rundir, "leaf0.agent.json")) as f:
         ports = json.load(f)["ports"]
-    assert ports["leaf0-eth4"]["rate_bps"] == pytest.approx(runner.link_rate_bps(spec) / 1.5)
+    assert ports["leaf0-eth4"]["rate_bps"] == pytest.approx(planning.compile(spec, "symphony", 1).link_rate_bps / 1.5)
     with open(os.path.join(rundir, "h3.host.json")) as f:
         assert json.load(f)["ranks"][0]["step_delay_s"] == pytest.approx(0.04)
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from emulator.placement import plan
+from emulator.plan.placement import plan
 from emulator.spec import TopologySpec
 
 RATE = 5e6

@@ -1,4 +1,4 @@
-"""Tests for switch_agent/queue_model.py: the egress-queue fluid model and RED (DESIGN.md §5.2)."""
+"""Tests for switch_agent/queue_model.py: the egress-queue fluid model and RED (docs/architecture.md §5.2)."""
 
 import pytest
 

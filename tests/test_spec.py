@@ -16,7 +16,7 @@ try:
 except ModuleNotFoundError:          # Python 3.10
     import tomli as tomllib
 
-from emulator import jobs as jobs_mod
+from emulator.plan import layout as jobs_mod
 from emulator.spec import SpecError, apply_override, load, validate
 from tests.toml_util import assert_spec_error, to_toml
 
@@ -593,7 +593,10 @@ def test_theoretical_cct_table1_is_six_steps_of_a_64_packet_chunk():
 
 
 def test_transport_timers_are_real_scale_and_dilated_like_every_other_timer():
-    from emulator.runner import transport_params
+    from emulator.plan import compile
+
+    def transport_params(spec):               # what every host of the plan gets
+        return compile(spec, "baseline", 1).hosts["h0"].transport
     spec = load(TABLE1, ["scale.dilation=2000", "transport.rto_us=1000",
                          "transport.nak_timeout_us=200"])
     tp = transport_params(spec)

@@ -18,7 +18,9 @@ try:
 except ModuleNotFoundError:          # Python 3.10
     import tomli as tomllib
 
-from emulator import runner, sweep
+from emulator import plan as planning
+from emulator.launch import sweep
+from hosts.config import to_dict
 from emulator.spec import (PERTURBATION_KEYS, PERTURBATIONS, MessageSpec, PerturbationSpec,
                            SpecError, load, neighbors, switch_names, variants)
 from tests.toml_util import assert_spec_error, to_toml
@@ -782,10 +784,25 @@ def test_points_param_without_values_is_a_value_error():
         sweep.points(TABLE1, ["symphony.k="], [])
 
 
-# --- runner: agent settings and port rates ---------------------------------------------
+# --- the run plan: agent settings and port rates -----------------------------------------
+
+def agent_config(spec, scheme, seed):
+    """leaf0's agent in the compiled plan, in the terms these tests check."""
+    a = planning.compile(spec, scheme, seed).agents["leaf0"]
+    return {"seed": a.seed, "pq": a.scheme == "pq", "red": to_dict(a.red),
+            "symphony": {**to_dict(a.symphony), "enabled": a.scheme == "symphony"}}
+
+
+def port_rates(spec):
+    return planning.compile(spec, "baseline", 1).fabric.port_rates
+
+
+def link_rate_bps(spec):
+    return planning.compile(spec, "baseline", 1).link_rate_bps
+
 
 def test_agent_config_symphony_scheme_enables_symphony_with_the_spec_values():
-    cfg = runner.agent_config(load(TABLE1), "symphony", 7)
+    cfg = agent_config(load(TABLE1), "symphony", 7)
     assert cfg["seed"] == 7
     assert cfg["pq"] is False
     assert cfg["red"] == {"enabled": True, "kmin_bytes": 50000, "kmax_bytes": 100000,
@@ -797,64 +814,64 @@ def test_agent_config_symphony_scheme_enables_symphony_with_the_spec_values():
 
 def test_agent_config_t_win_is_scaled_by_the_dilation():
     # T_win = 100 us real at D = 2000 -> 0.2 s emulated
-    assert runner.agent_config(load(TABLE1), "symphony", 1)["symphony"]["t_win_s"] == \
+    assert agent_config(load(TABLE1), "symphony", 1)["symphony"]["t_win_s"] == \
         pytest.approx(0.2)
     spec = load(TABLE1, ["scale.dilation=1000", "symphony.t_win_us=50.0"])
-    assert runner.agent_config(spec, "baseline", 1)["symphony"]["t_win_s"] == \
+    assert agent_config(spec, "baseline", 1)["symphony"]["t_win_s"] == \
         pytest.approx(0.05)
 
 
 def test_agent_config_baseline_has_symphony_off_and_no_pq():
-    cfg = runner.agent_config(load(TABLE1), "baseline", 1)
+    cfg = agent_config(load(TABLE1), "baseline", 1)
     assert cfg["pq"] is False and cfg["symphony"]["enabled"] is False
 
 
 def test_agent_config_pq_prioritizes_and_keeps_symphony_off():
-    cfg = runner.agent_config(load(FIG5), "pq", 2)
+    cfg = agent_config(load(FIG5), "pq", 2)
     assert cfg["pq"] is True and cfg["symphony"]["enabled"] is False
     assert cfg["red"]["enabled"] is True
 
 
 def test_agent_config_symphony_late_start_keeps_symphony_off_at_first():
     spec = load(FIG4, ['perturbations=[{kind="symphony_late_start", at_ms=10.0}]'])
-    assert runner.agent_config(spec, "symphony", 1)["symphony"]["enabled"] is False
-    assert runner.agent_config(spec, "baseline", 1)["symphony"]["enabled"] is False
+    assert agent_config(spec, "symphony", 1)["symphony"]["enabled"] is False
+    assert agent_config(spec, "baseline", 1)["symphony"]["enabled"] is False
 
 
 def test_agent_config_other_perturbations_do_not_delay_symphony():
     spec = load(TABLE1, ['perturbations=[{kind="loss", switch="leaf0", fraction=0.01}]'])
-    assert runner.agent_config(spec, "symphony", 1)["symphony"]["enabled"] is True
+    assert agent_config(spec, "symphony", 1)["symphony"]["enabled"] is True
 
 
 def test_agent_config_red_follows_the_switch_section():
     spec = load(TABLE1, ["switch.red=false", "switch.kmin_bytes=1000",
                          "switch.kmax_bytes=2000", "switch.pmax=0.5"])
-    assert runner.agent_config(spec, "baseline", 1)["red"] == {
+    assert agent_config(spec, "baseline", 1)["red"] == {
         "enabled": False, "kmin_bytes": 1000, "kmax_bytes": 2000, "pmax": 0.5}
 
 
 def test_link_rate_of_table1_is_10g_over_2000():
-    assert runner.link_rate_bps(load(TABLE1)) == pytest.approx(TABLE1_LINK_RATE_BPS)
+    assert link_rate_bps(load(TABLE1)) == pytest.approx(TABLE1_LINK_RATE_BPS)
 
 
 def test_port_rates_without_imbalance_is_empty():
-    assert runner.port_rates(load(TABLE1)) == {}
+    assert port_rates(load(TABLE1)) == {}
     spec = load(TABLE1, ['perturbations=[{kind="link_down", switch="leaf0", '
                          'toward="spine0", at_ms=1.0}]'])
-    assert runner.port_rates(spec) == {}
+    assert port_rates(spec) == {}
 
 
 def test_port_rates_imbalance_leaf0_toward_spine0_slows_leaf0_eth5():
     spec = load(TABLE1, ['perturbations=[{kind="imbalance", switch="leaf0", '
                          'toward="spine0", ratio=1.13}]'])
-    rates = runner.port_rates(spec)
+    rates = port_rates(spec)
     assert list(rates) == ["leaf0"] and list(rates["leaf0"]) == ["leaf0-eth5"]
     assert rates["leaf0"]["leaf0-eth5"] == pytest.approx(TABLE1_LINK_RATE_BPS / 1.13)
 
 
 def test_port_rates_fig2_imbalance_variant():
     sets = dict(variants(load(FIG2)))["imbalance-1.13x"]
-    assert runner.port_rates(load(FIG2, sets)) == {
+    assert port_rates(load(FIG2, sets)) == {
         "leaf0": {"leaf0-eth5": pytest.approx(TABLE1_LINK_RATE_BPS / 1.13)}}
 
 
@@ -863,7 +880,7 @@ def test_port_rates_spine_and_host_ports_and_two_on_one_switch():
                          '{kind="imbalance", switch="spine3", toward="leaf2", ratio=2.0}, '
                          '{kind="imbalance", switch="leaf1", toward="spine2", ratio=1.5}, '
                          '{kind="imbalance", switch="leaf1", toward="h6", ratio=1.25}]'])
-    assert runner.port_rates(spec) == {
+    assert port_rates(spec) == {
         "spine3": {"spine3-eth3": pytest.approx(TABLE1_LINK_RATE_BPS / 2.0)},
         "leaf1": {"leaf1-eth7": pytest.approx(TABLE1_LINK_RATE_BPS / 1.5),
                   "leaf1-eth3": pytest.approx(TABLE1_LINK_RATE_BPS / 1.25)}}
@@ -872,7 +889,7 @@ def test_port_rates_spine_and_host_ports_and_two_on_one_switch():
 def test_port_rates_in_a_dumbbell_use_the_host_count_as_hosts_per_leaf():
     spec = load(FIG9, ['perturbations=[{kind="imbalance", switch="leaf0", toward="h2", '
                        'ratio=4.0}]'])
-    assert runner.port_rates(spec) == {
+    assert port_rates(spec) == {
         "leaf0": {"leaf0-eth3": pytest.approx(TABLE1_LINK_RATE_BPS / 4.0)}}
 
 

@@ -8,9 +8,13 @@ import time
 import numpy as np
 import pytest
 
-from emulator.messages import Message, default_dcqcn, read_flows, run_messages
-from emulator.network import Fabric
-from switch_agent.telemetry import read_records
+from emulator.launch.messages import Message, read_flows, run_messages
+from emulator.launch.fabric import Fabric
+from emulator.plan import transport_params
+from emulator.spec import Spec
+from hosts.cc import CcConfig
+from hosts.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
+from hosts.telemetry import read_records
 from tests.conftest import _root_veths
 from topologies import fabric
 from topologies.dumbbell import DumbbellTopo
@@ -18,7 +22,8 @@ from topologies.dumbbell import DumbbellTopo
 pytestmark = pytest.mark.emulation
 
 RATE = fabric.DEFAULT_RATE_BPS
-DCQCN = default_dcqcn(RATE)
+CC = CcConfig.default("dcqcn_paper", PAPER_LINK_RATE_BPS, DEFAULT_SCALE)
+TRANSPORT = transport_params(Spec(name="transport", path=""), DEFAULT_SCALE)
 TO_H2 = fabric.leaf_port_to_host(0, 2)
 KMIN, KMAX = 50_000, 100_000
 
@@ -28,7 +33,7 @@ def net(tmp_path_factory):
     """h0, h1, h2 on one switch, Symphony off (these tests are about the transport)."""
     rundir = str(tmp_path_factory.mktemp("transport"))
     veths = _root_veths()
-    fab = Fabric(DumbbellTopo(3, rundir=rundir, agent={"symphony": {"enabled": False}}))
+    fab = Fabric(DumbbellTopo(3, rundir=rundir))        # baseline agents: RED only
     fab.start()
     fab.rundir = rundir
     yield fab
@@ -44,7 +49,7 @@ def _reset(fab):
 
 def test_one_flow_reaches_line_rate(net, tmp_path):
     _reset(net)
-    res = run_messages(net, [Message("h0", "h1", 2_000_000)], str(tmp_path), dcqcn=DCQCN)
+    res = run_messages(net, [Message("h0", "h1", 2_000_000)], str(tmp_path), cc=CC, transport=TRANSPORT)
     assert all(r["ok"] for r in res.values()), res
     [snd] = read_flows(str(tmp_path), "send_flow")
     goodput = snd["bytes"] * 8 / (snd["end_s"] - snd["start_s"])
@@ -73,7 +78,7 @@ def test_two_flows_share_a_bottleneck_fairly(net, tmp_path):
     before = net.agent("leaf0", {"cmd": "stats"})["counters"]["ports"][TO_H2]
     t_begin = time.monotonic()
     res = run_messages(net, [Message("h0", "h2", 8_000_000), Message("h1", "h2", 8_000_000)],
-                       str(tmp_path), dcqcn=DCQCN)
+                       str(tmp_path), cc=CC, transport=TRANSPORT)
     assert all(r["ok"] for r in res.values()), res
     recv = read_flows(str(tmp_path), "recv_flow")
     send = read_flows(str(tmp_path), "send_flow")
@@ -102,13 +107,35 @@ def test_two_flows_share_a_bottleneck_fairly(net, tmp_path):
     assert above <= 0.2, "the queue must stay at or below Kmax most of the time"
 
 
+def test_without_congestion_control_two_flows_overflow_the_port_and_still_arrive(net, tmp_path):
+    """``transport.congestion_control = "none"``: the same two flows as above, sent at line
+    rate whatever the CNPs say — the ablation of what DCQCN buys. The receiver still
+    sends CNPs, the senders never cut, the 512 KB port overflows, and go-back-N still
+    delivers every byte."""
+    _reset(net)
+    none = CcConfig.default("none", PAPER_LINK_RATE_BPS, DEFAULT_SCALE)
+    before = net.agent("leaf0", {"cmd": "stats"})["counters"]["ports"][TO_H2]
+    res = run_messages(net, [Message("h0", "h2", 4_000_000), Message("h1", "h2", 4_000_000)],
+                       str(tmp_path), cc=none, transport=TRANSPORT)
+    after = net.agent("leaf0", {"cmd": "stats"})["counters"]["ports"][TO_H2]
+    assert all(r["ok"] for r in res.values()), res
+    send = read_flows(str(tmp_path), "send_flow")
+    drops = after["model_drops"] - before["model_drops"]
+    print(f"\nno congestion control: CNPs {[f['cnps'] for f in send]}, cuts "
+          f"{[f['cuts'] for f in send]}, port drops {drops}, retransmits "
+          f"{[f['retransmits'] for f in send]}")
+    assert all(f["cnps"] > 0 for f in send), "the receiver still notifies"
+    assert all(f["cuts"] == 0 and f["final_rate_bps"] == pytest.approx(RATE) for f in send)
+    assert drops > 0 and sum(f["retransmits"] for f in send) > 0
+
+
 def test_every_message_arrives_byte_exact_with_1pct_loss(net, tmp_path):
     _reset(net)
     net.agent("leaf0", {"cmd": "drop_fraction", "value": 0.01})
     try:
         msgs = [Message("h0", "h2", 1_500_000), Message("h1", "h2", 1_000_000, step=3),
                 Message("h2", "h0", 700_000, channel=2), Message("h0", "h1", 5_000)]
-        res = run_messages(net, msgs, str(tmp_path), dcqcn=DCQCN)
+        res = run_messages(net, msgs, str(tmp_path), cc=CC, transport=TRANSPORT)
     finally:
         net.agent("leaf0", {"cmd": "drop_fraction", "value": 0.0})
     assert all(r["ok"] for r in res.values()), res          # byte-exact, exactly once
@@ -134,7 +161,7 @@ def _capture(net, tmp_path, kmin=0, kmax=1):
     time.sleep(1.0)
     try:
         res = run_messages(net, [Message("h0", "h2", 300_000), Message("h1", "h2", 300_000)],
-                           str(tmp_path / "run"), dcqcn=DCQCN)
+                           str(tmp_path / "run"), cc=CC, transport=TRANSPORT)
     finally:
         time.sleep(0.5)
         dump.terminate()
@@ -187,7 +214,7 @@ def test_nic_scheduler_shares_the_line_rate_round_robin(net, tmp_path):
     _reset(net)
     qdisc_before = net["h0"].cmd("tc -s -j qdisc show dev h0-eth0")
     res = run_messages(net, [Message("h0", "h1", 2_000_000), Message("h0", "h2", 2_000_000)],
-                       str(tmp_path), dcqcn=DCQCN)
+                       str(tmp_path), cc=CC, transport=TRANSPORT)
     assert all(r["ok"] for r in res.values()), res
     send = read_flows(str(tmp_path), "send_flow")
     start = min(f["start_s"] for f in send)

@@ -3,8 +3,8 @@ scaled program of a training job, and the spec keys that ask for one."""
 
 import pytest
 
-from emulator import workloads
-from emulator.jobs import collective_bytes, layout, theoretical_cct_s
+from emulator.plan import workloads
+from emulator.plan.layout import collective_bytes, layout, theoretical_cct_s
 from emulator.spec import load
 from hosts.scale import Scale
 from tests.toml_util import assert_spec_error, to_toml

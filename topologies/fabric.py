@@ -35,10 +35,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 
 from mininet.node import Host, Switch
 
-from hosts.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS, SYMPHONY_T_WIN_S
+from hosts.config import check, finite
+from switch_agent.config import AgentConfig, PortParams, default_agent
+from hosts.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FABRIC_MTU = 9000
@@ -165,34 +168,57 @@ def port_toward(switch: str, neighbor: str, hosts_per_leaf: int, leaves_per_pod:
     raise ValueError(f"{switch} has no link to {neighbor}")
 
 
-def check_pods(pods: int, cores: int, leaves: int, spines: int, routing: str,
-               oversubscription: float) -> None:
-    if not 1 <= pods <= 16:
-        raise ValueError(f"pods must be in 1..16, got {pods}")
-    if pods * leaves > MAX_LEAVES or pods * spines > MAX_SPINES:
-        raise ValueError(f"pods x leaves must be <= {MAX_LEAVES} and pods x spines <= "
-                         f"{MAX_SPINES}, got {pods * leaves} and {pods * spines}")
-    if pods > 1 and (cores < 1 or spines < 1):
-        raise ValueError("several pods need at least one core and one spine per pod")
-    if not 0 <= cores <= 32:
-        raise ValueError(f"cores must be in 0..32, got {cores}")
-    if pods > 1 and routing != "ecmp":
-        raise ValueError("several pods are routed with ecmp only")
-    if oversubscription <= 0:
-        raise ValueError(f"oversubscription must be > 0, got {oversubscription}")
+def switch_names(topo) -> list[str]:
+    """Every switch of a topology (a spec's ``TopologySpec`` or a plan's ``FabricPlan``)."""
+    if topo.kind == "dumbbell":
+        return ["leaf0"]
+    return ([f"leaf{t}" for t in range(topo.leaves * topo.pods)]
+            + [f"spine{s}" for s in range(topo.spines * topo.pods)]
+            + [f"core{c}" for c in range(topo.cores)])
+
+
+def neighbors(topo, switch: str) -> list[str]:
+    """Nodes one link away from ``switch``."""
+    if switch.startswith("core"):
+        return [f"spine{g}" for g in range(topo.spines * topo.pods)]
+    if switch.startswith("spine"):
+        pod = int(switch[5:]) // topo.spines
+        return ([f"leaf{t}" for t in range(pod * topo.leaves, (pod + 1) * topo.leaves)]
+                + [f"core{c}" for c in range(topo.cores)])
+    t = int(switch[4:])
+    per = topo.per_leaf
+    hosts = [f"h{t * per + i}" for i in range(per)]
+    if topo.kind != "leafspine":
+        return hosts
+    pod = t // topo.leaves
+    return hosts + [f"spine{g}" for g in range(pod * topo.spines, (pod + 1) * topo.spines)]
 
 
 def check_shape(leaves: int, spines: int, hosts_per_leaf: int, routing: str) -> None:
-    if not 1 <= leaves <= MAX_LEAVES:
-        raise ValueError(f"leaves must be in 1..{MAX_LEAVES}, got {leaves}")
-    if not 0 <= spines <= MAX_SPINES:
-        raise ValueError(f"spines must be in 0..{MAX_SPINES}, got {spines}")
-    if leaves > 1 and spines == 0:
-        raise ValueError("more than one leaf needs at least one spine")
-    if not 1 <= hosts_per_leaf <= MAX_HOSTS_PER_LEAF:
-        raise ValueError(f"hosts per leaf must be in 1..{MAX_HOSTS_PER_LEAF}, got {hosts_per_leaf}")
-    if routing not in ROUTING_MODES:
-        raise ValueError(f"routing must be one of {', '.join(ROUTING_MODES)}, got {routing!r}")
+    """A leaf-spine's shape (per pod); raises ``ConfigError`` naming the field. The spec
+    layer reuses this check (it names the spec key)."""
+    check(1 <= leaves <= MAX_LEAVES, "leaves", leaves, f"must be in 1..{MAX_LEAVES}")
+    check(0 <= spines <= MAX_SPINES, "spines", spines, f"must be in 0..{MAX_SPINES}")
+    check(leaves == 1 or spines >= 1, "spines", spines,
+          "more than one leaf needs at least one spine")
+    check(1 <= hosts_per_leaf <= MAX_HOSTS_PER_LEAF, "hosts_per_leaf", hosts_per_leaf,
+          f"must be in 1..{MAX_HOSTS_PER_LEAF}")
+    check(routing in ROUTING_MODES, "routing", routing, f"allowed: {', '.join(ROUTING_MODES)}")
+
+
+def check_pods(pods: int, cores: int, leaves: int, spines: int, routing: str,
+               oversubscription: float) -> None:
+    check(1 <= pods <= 16, "pods", pods, "must be in 1..16")
+    check(pods * leaves <= MAX_LEAVES and pods * spines <= MAX_SPINES, "pods", pods,
+          f"pods x leaves must be <= {MAX_LEAVES} and pods x spines <= {MAX_SPINES}")
+    check(0 <= cores <= 32 and (pods == 1 or cores >= 1), "cores", cores,
+          "must be in 0..32, and >= 1 with several pods (at least one core)")
+    check(pods == 1 or spines >= 1, "spines", spines,
+          "several pods need at least one spine per pod")
+    check(pods == 1 or routing == "ecmp", "routing", routing,
+          "several pods are routed with ecmp only")
+    check(finite(oversubscription) and oversubscription > 0, "oversubscription",
+          oversubscription, "must be > 0 (spine downlink : uplink capacity)")
 
 
 def leaf_routes(leaf: int, leaves: int, spines: int, hosts_per_leaf: int,
@@ -237,17 +263,19 @@ def core_routes(core: int, leaves: int, spines: int, pods: int) -> list[tuple[st
 
 # --- shaping (one place for qdiscs) ----------------------------------------------------
 
-from switch_agent.agent import PQ_HIGH_DSCP  # noqa: E402  (lagging flows' DSCP, pq)
+from switch_agent.pipeline import PQ_HIGH_DSCP  # noqa: E402  (lagging flows' DSCP, pq)
 
 
+PORT_QDISCS = ("fifo", "pq")  # one drop-tail FIFO | two strict-priority classes
 PQ_LEAF_RATE_BPS = 8           # pq leaf classes' own rate: nothing; they borrow everything
 
 
-def shape_commands(intf: str, rate_bps: float, buffer_bytes: int, pq: bool = False) -> list[str]:
+def shape_commands(intf: str, rate_bps: float, buffer_bytes: int,
+                   qdisc: str = "fifo") -> list[str]:
     """HTB at ``rate_bps`` with a bounded byte FIFO as its only leaf (drop-tail); with
     ``pq``, two leaf classes instead: prio 0 for packets to which the agent gave DSCP
     ``PQ_HIGH_DSCP`` (lagging flows; a u32 filter on the TOS byte), prio 1 for the rest,
-    each with its own FIFO of ``buffer_bytes`` (strict priority, DESIGN.md §5.4).
+    each with its own FIFO of ``buffer_bytes`` (strict priority, docs/architecture.md §5.4).
 
     The pq leaves get no rate of their own (8 bit/s; HTB stores their bucket as time, so
     it holds ~150 bytes) and an explicit quantum (only used between equal prios), so every
@@ -257,6 +285,8 @@ def shape_commands(intf: str, rate_bps: float, buffer_bytes: int, pq: bool = Fal
     1 % — let each leaf spend tokens of its own besides the parent's; the fidelity monitor
     found the model 7-15 KB off the kernel's backlog on one port per pq run, because how
     much a busy period's start drained depended on which leaf had saved what.)"""
+    check(qdisc in PORT_QDISCS, "qdisc", qdisc, f"allowed: {', '.join(PORT_QDISCS)}")
+    pq = qdisc == "pq"
     rate = int(rate_bps)
     b = L2_BURST_BYTES
     root = [f"tc qdisc replace dev {intf} root handle 1: htb default {20 if pq else 1}",
@@ -280,8 +310,9 @@ def _pq_leaf_commands(verb: str, intf: str, rate: int) -> list[str]:
             f"quantum {L2_BURST_BYTES} prio {p}" for p in (0, 1)]
 
 
-def rate_commands(intf: str, rate_bps: float, pq: bool = False) -> list[str]:
+def rate_commands(intf: str, rate_bps: float, qdisc: str = "fifo") -> list[str]:
     """Change a shaped port's rate in place (queued packets stay queued)."""
+    pq = qdisc == "pq"
     rate = int(rate_bps)
     b = L2_BURST_BYTES
     cmds = [f"tc class change dev {intf} parent 1: classid 1:1 htb rate {rate}bit "
@@ -338,17 +369,18 @@ class FabricSwitch(Switch):
     """A router namespace with shaped ports, NFQUEUE and the switch agent."""
 
     def __init__(self, name, routes=(), rate_bps: float = DEFAULT_RATE_BPS,
-                 buffer_bytes: int = DEFAULT_BUFFER_BYTES, agent: dict | None = None,
+                 buffer_bytes: int = DEFAULT_BUFFER_BYTES, agent: AgentConfig | None = None,
                  rundir: str | None = None, with_agent: bool = True,
-                 port_rate_bps: dict[str, float] | None = None, pq: bool = False, **params):
+                 port_rate_bps: dict[str, float] | None = None, qdisc: str = "fifo",
+                 **params):
         params.setdefault("inNamespace", True)
         super().__init__(name, **params)
         self.routes = [(dst, list(nhs)) for dst, nhs in routes]
         self.rate_bps = rate_bps
         self.port_rate_bps = dict(port_rate_bps or {})   # per-interface overrides
-        self.pq = pq
+        self.qdisc = qdisc
         self.buffer_bytes = buffer_bytes
-        self.agent_params = dict(agent or {})
+        self.agent_config = agent if agent is not None else default_agent(name)
         self.rundir = rundir
         self.with_agent = with_agent
         self.agent_proc: subprocess.Popen | None = None
@@ -366,10 +398,11 @@ class FabricSwitch(Switch):
             if intf == "lo":
                 continue
             rate = self.port_rate_bps.get(intf, self.rate_bps)
-            cmds += interface_commands(intf) + shape_commands(intf, rate, self.buffer_bytes, self.pq)
+            cmds += interface_commands(intf) + shape_commands(intf, rate, self.buffer_bytes,
+                                                                  self.qdisc)
             cmds.append(f"sysctl -qw net.ipv4.conf.{intf.replace('.', '/')}.rp_filter=0")
-            ports[intf] = {"rate_bps": rate, "buffer_bytes": self.buffer_bytes,
-                           "burst_bytes": L2_BURST_BYTES}   # pq too: one parent bucket
+            ports[intf] = PortParams(rate, self.buffer_bytes, L2_BURST_BYTES)  # pq too: one
+                                                                            # parent bucket
         cmds += self.route_commands()
         cmds.append("iptables -w -A FORWARD -j NFQUEUE --queue-num 0")
         unknown = set(self.port_rate_bps) - set(ports)
@@ -403,22 +436,20 @@ class FabricSwitch(Switch):
         the caller tells the agent too (control command ``port_rate``)."""
         if intf not in self.intfNames():
             raise ValueError(f"{self.name} has no port {intf!r}")
-        _run(self, rate_commands(intf, rate_bps, self.pq))
+        _run(self, rate_commands(intf, rate_bps, self.qdisc))
         self.port_rate_bps[intf] = rate_bps
 
     def start_agent(self, ports: dict, timeout_s: float = 10.0) -> None:
         if self.rundir is None:
             self.rundir = default_rundir()
         os.makedirs(self.rundir, exist_ok=True)
-        cfg = {"switch": self.name, "ports": ports, "pq": self.pq,
-               "telemetry_path": os.path.join(self.rundir, f"{self.name}.jsonl"),
-               "control_path": os.path.join(self.rundir, f"{self.name}.ctl"),
-               **self.agent_params}
-        cfg.setdefault("symphony", {}).setdefault("t_win_s", DEFAULT_SCALE.time_s(SYMPHONY_T_WIN_S))
+        cfg = replace(self.agent_config, switch=self.name, ports=ports,
+                      telemetry_path=os.path.join(self.rundir, f"{self.name}.jsonl"),
+                      control_path=os.path.join(self.rundir, f"{self.name}.ctl"))
         self.agent_config_path = os.path.join(self.rundir, f"{self.name}.agent.json")
         with open(self.agent_config_path, "w") as f:
-            json.dump(cfg, f, indent=1)
-        self.telemetry_path, self.control_path = cfg["telemetry_path"], cfg["control_path"]
+            json.dump(cfg.to_dict(), f, indent=1)
+        self.telemetry_path, self.control_path = cfg.telemetry_path, cfg.control_path
         if os.path.exists(self.control_path):
             os.unlink(self.control_path)
         log = open(os.path.join(self.rundir, f"{self.name}.agent.log"), "w")

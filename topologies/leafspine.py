@@ -30,11 +30,13 @@ class LeafSpineTopo(Topo):
     (paper Table 1's multi-pod fabric: 2 or 4 cores)."""
 
     def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=fabric.DEFAULT_RATE_BPS,
-              buffer_bytes=fabric.DEFAULT_BUFFER_BYTES, routing="ecmp", agent=None,
-              rundir=None, with_agent=True, port_rates=None, pq=False, pods=1, cores=0,
+              buffer_bytes=fabric.DEFAULT_BUFFER_BYTES, routing="ecmp", agents=None,
+              rundir=None, with_agent=True, port_rates=None, qdisc="fifo", pods=1, cores=0,
               oversubscription=1.0, servers=1):
         """``port_rates``: {switch name: {interface: rate_bps}} overrides of single
-        egress ports (a slower hop); ``agent``: agent config keys (red, symphony, ...);
+        egress ports (a slower hop); ``agents``: {switch name: AgentConfig} (a run plan's
+        ``agents``; missing ones get ``topologies.fabric.default_agent``); ``qdisc``:
+        every switch port's (``fifo`` | ``pq``, the scheme's);
         ``servers`` > 1: place whole pods on that many stand-in servers and carry the
         links between them over VXLAN (``topologies.overlay``; the :class:`Fabric` starts
         and removes the servers as ``self.overlay``)."""
@@ -49,9 +51,10 @@ class LeafSpineTopo(Topo):
             if sa != sb:
                 opts.update(cls=overlay.VxlanLink, overlay=self.overlay, servers=(sa, sb))
             self.addLink(a, b, **opts)
+        agents = agents or {}
         switch_opts = dict(cls=fabric.FabricSwitch, rate_bps=rate_bps, buffer_bytes=buffer_bytes,
-                           agent=agent, rundir=rundir, with_agent=with_agent, inNamespace=True,
-                           pq=pq)
+                           rundir=rundir, with_agent=with_agent, inNamespace=True,
+                           qdisc=qdisc)
         port_rates = port_rates or {}
         core_rate = fabric.core_rate_bps(rate_bps, leaves, cores, oversubscription) if cores \
             else rate_bps
@@ -62,17 +65,19 @@ class LeafSpineTopo(Topo):
             name = fabric.leaf_name(t)
             self.addSwitch(name, routes=fabric.leaf_routes(t, leaves, spines, hosts_per_leaf,
                                                            routing, pods),
-                           port_rate_bps=rates(name), **switch_opts)
+                           port_rate_bps=rates(name), agent=agents.get(name), **switch_opts)
         for g in range(spines * pods):
             name = fabric.spine_name(g)
             uplinks = {fabric.spine_port_to_core(g, c, leaves): core_rate for c in range(cores)}
             self.addSwitch(name, routes=fabric.spine_routes(g, leaves, spines, pods, cores),
-                           port_rate_bps=rates(name, uplinks), **switch_opts)
+                           port_rate_bps=rates(name, uplinks), agent=agents.get(name),
+                           **switch_opts)
         for c in range(cores):
             name = fabric.core_name(c)
             down = {fabric.core_port_to_spine(c, g): core_rate for g in range(spines * pods)}
             self.addSwitch(name, routes=fabric.core_routes(c, leaves, spines, pods),
-                           port_rate_bps=rates(name, down), **switch_opts)
+                           port_rate_bps=rates(name, down), agent=agents.get(name),
+                           **switch_opts)
         for t in range(leaves * pods):
             for i in range(hosts_per_leaf):
                 h = self.addHost(fabric.host_name(t, i, hosts_per_leaf), cls=fabric.FabricHost,

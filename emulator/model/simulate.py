@@ -43,10 +43,7 @@ from emulator.model.topology import Fabric
 from hosts import wire
 from hosts.nic import flow_sport
 
-try:                                   # emulator/plan/layout.py; emulator/jobs.py before
-    from emulator.plan.layout import JobLayout, wire_bytes
-except ImportError:                    # pragma: no cover - the pre-refactor tree
-    from emulator.jobs import JobLayout, wire_bytes
+from emulator.plan.layout import JobLayout, wire_bytes
 
 if TYPE_CHECKING:
     import numpy as np

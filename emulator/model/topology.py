@@ -183,7 +183,7 @@ def dumbbell(hosts: int = 3, *, rate_bps: float) -> Fabric:
 
 def from_topology(topo, rate_bps: float) -> Fabric:
     """The fabric of an ``emulator.spec.TopologySpec`` (``rate_bps``: the emulated link
-    rate the run uses, e.g. ``runner.link_rate_bps(spec)``)."""
+    rate the run uses, e.g. ``emulator.plan.compile(...).link_rate_bps``)."""
     if topo.kind == "dumbbell":
         return dumbbell(topo.hosts, rate_bps=rate_bps)
     return leaf_spine(topo.leaves, topo.spines, topo.hosts_per_leaf, rate_bps=rate_bps,

@@ -20,10 +20,11 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import replace, asdict, dataclass
 
-from emulator.network import Fabric
-from switch_agent.telemetry import read_records
+from emulator.launch.fabric import Fabric
+from switch_agent.config import default_agent
+from hosts.telemetry import read_records
 from topologies import fabric
 from topologies.leafspine import LeafSpineTopo
 
@@ -111,10 +112,15 @@ def _traffic(fab: Fabric, cfg: DemoConfig, t0: float, label: str) -> dict:
 
 def run_scheme(cfg: DemoConfig, scheme: str, rundir: str, t0: float) -> dict:
     os.makedirs(rundir, exist_ok=True)
-    agent = {"seed": cfg.seed,
-             "symphony": {"enabled": scheme == "symphony", "k": cfg.k}}
+    names = [fabric.leaf_name(t) for t in range(cfg.leaves)] + \
+        [fabric.spine_name(g) for g in range(cfg.spines)]
+    agents = {}
+    for name in names:
+        a = default_agent(name)
+        agents[name] = replace(a, seed=cfg.seed, scheme=scheme,
+                               symphony=replace(a.symphony, k=cfg.k))
     topo = LeafSpineTopo(cfg.leaves, cfg.spines, cfg.hosts_per_leaf, rate_bps=cfg.rate_bps,
-                         routing=cfg.routing, agent=agent, rundir=rundir)
+                         routing=cfg.routing, agents=agents, rundir=rundir)
     _progress(f"{scheme}: building {cfg.leaves}x{cfg.spines} leaf-spine, "
               f"{cfg.leaves * cfg.hosts_per_leaf} hosts", t0)
     with Fabric(topo) as fab:

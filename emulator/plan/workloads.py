@@ -18,7 +18,7 @@ Compute time of a layer = its FLOPs x batch / device FLOP/s; the backward pass c
 the forward. Defaults per model (``MODELS``) are documented there; ``compute_speedup``
 divides every compute time (Fig 6: faster accelerators, the same network).
 
-Scaling to the emulator (DESIGN.md §7): the emulated network is ``dilation`` times slower,
+Scaling to the emulator (docs/architecture.md §7): the emulated network is ``dilation`` times slower,
 and a workload sends ``gradient_scale`` of the real gradient bytes. A real transfer of B
 bytes that takes B / R seconds takes B g D / R emulated seconds, so every real compute
 time is multiplied by g D as well: the ratio of communication to computation, which is

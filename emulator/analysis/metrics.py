@@ -1,4 +1,4 @@
-"""The paper's metrics from a run's logs (DESIGN.md §6). Pure functions on records.
+"""The paper's metrics from a run's logs (docs/architecture.md §6). Pure functions on records.
 
 A *flow* here is one step's transfer between two ranks, joined from the sender's
 ``send_flow`` and the receiver's ``recv_flow`` records: active from its first packet sent

@@ -18,7 +18,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from emulator import report, runner
+from emulator.analysis import report
+from emulator.launch import runner
+from emulator.rundir import RunFolder, run_folders
 from emulator.spec import load, variants
 
 
@@ -65,7 +67,7 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
         for scheme in schemes or spec.run.schemes:
             for seed in seeds or spec.run.seeds:
                 rundir = os.path.join(pdir, f"{scheme}-seed{seed}")
-                if os.path.exists(os.path.join(rundir, "measurements.json")):
+                if RunFolder(rundir).done:
                     print(f"{label} {scheme} seed {seed}: done before, kept")
                     continue
                 print(f"{label} {scheme} seed {seed}: running", flush=True)
@@ -73,9 +75,7 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
                                progress(f"{label} {scheme} seed {seed}") if progress else None)
         summary = report.summarize(pdir)
         if summary["runs"]:
-            import json
-            with open(os.path.join(report.run_dirs(pdir)[0], "manifest.json")) as f:
-                firsts.append((label, summary["runs"][0], json.load(f)))
+            firsts.append((label, summary["runs"][0], run_folders(pdir)[0].manifest))
         for r in summary["runs"]:
             row = {"point": label, "scheme": r["scheme"], "seed": r["seed"],
                    "faithful": r["fidelity"]["faithful"]}
@@ -97,7 +97,7 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
     write_table(out, rows)
     if any(r["job"] != job_rows[0]["job"] for r in job_rows):
         write_jobs_table(out, job_rows)
-    from emulator import plots
+    from emulator.analysis import plots
     path = plots.plot_sweep(out, firsts)
     if path:
         print(f"plot:  {path}")

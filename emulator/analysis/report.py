@@ -13,7 +13,7 @@ the fact. ``summary.json`` (read by tests outside this repository)::
      "per_job": {job: {scheme: {"ranks", "jct_s", "last_step_span_s", "normalized_jct"}}},
      "spec": ..., "scale": ...}
 
-Fidelity thresholds (DESIGN.md §8; a run over any is flagged, not silently reported):
+Fidelity thresholds (docs/architecture.md §8; a run over any is flagged, not silently reported):
 CPU busy above 90 % (timers and pacing slip), any NFQUEUE drop (packets the agents never
 saw), mean pacing lateness above 25 % of a frame time, a port whose queue model is on
 average more than 2 frames off the kernel's backlog, a port that sent at less than 90 % or
@@ -35,8 +35,11 @@ from collections import defaultdict
 
 import numpy as np
 
-from emulator import metrics
-from emulator.jobs import JobLayout, collective_bytes, theoretical_cct_s, wire_bytes
+from emulator.analysis import metrics
+from emulator.plan.layout import JobLayout, collective_bytes, theoretical_cct_s, wire_bytes
+from emulator.plan.schemes import SCHEMES
+from emulator.rundir import RunFolder, run_folders
+from hosts.scale import Scale
 
 CPU_BUSY_MAX = 0.90
 PACING_LATE_MAX_FRAMES = 0.25
@@ -46,46 +49,29 @@ BUSY_UTIL_RANGE = (0.90, 1.10)      # a busy port's sent bytes / (rate x time)
 BUSY_INTERVALS_MIN = 3              # judge a port's utilization from this many intervals
 
 
-def _records(rundir: str, kind: str) -> list[dict]:
-    out = []
-    for name in sorted(os.listdir(rundir)):
-        if name.startswith("h") and name.endswith(".jsonl"):
-            with open(os.path.join(rundir, name)) as f:
-                out += [r for r in map(json.loads, filter(str.strip, f)) if r.get("type") == kind]
-    return out
-
-
-def _agent_fidelity_from_finals(rundir: str, meas: dict) -> None:
+def _agent_fidelity_from_finals(run: RunFolder, meas: dict) -> None:
     """Agents' fidelity summaries from their ``final`` telemetry records where
     ``measurements.json`` lacks them (runs recorded before it carried them), so every run
     is judged by the same checks."""
     for name, a in meas.get("agents", {}).items():
         if a.get("fidelity"):
             continue
-        path = os.path.join(rundir, f"{name}.jsonl")
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            finals = [r for r in map(json.loads, filter(str.strip, f)) if r.get("type") == "final"]
+        finals = run.agent_records(name, "final")
         if finals and finals[-1].get("fidelity"):
             a["fidelity"] = finals[-1]["fidelity"]
 
 
 def analyze_run(rundir: str) -> dict:
-    with open(os.path.join(rundir, "manifest.json")) as f:
-        man = json.load(f)
-    meas = {}
-    if os.path.exists(os.path.join(rundir, "measurements.json")):
-        with open(os.path.join(rundir, "measurements.json")) as f:
-            meas = json.load(f)
-    _agent_fidelity_from_finals(rundir, meas)
+    run = RunFolder(rundir)
+    man, meas = run.manifest, run.measurements
+    _agent_fidelity_from_finals(run, meas)
     rate, mtu = man["link_rate_bps"], man["mtu_bytes"]
     lays = [JobLayout(**{**x, "hosts": tuple(x["hosts"]),
                          "rings": tuple(tuple(r) for r in x["rings"]),
                          "grid": tuple(tuple(r) for r in x["grid"]) if x["grid"] else None})
             for x in man["layouts"]]
-    flows = metrics.join_flows(_records(rundir, "send_flow"), _records(rundir, "recv_flow"))
-    colls = metrics.collective_times(_records(rundir, "collective"))
+    flows = run.flows()
+    colls = metrics.collective_times(run.host_records("collective"))
     jobs_out = []
     ratios = []
     wrong = []
@@ -137,11 +123,11 @@ def analyze_run(rundir: str) -> dict:
         for name, summ in meas.get("rank_summaries", {}).items():
             if not summ.get("ok"):
                 wrong.append(f"host {name}: {summ.get('bad') or summ.get('missing')}")
-    sends = _records(rundir, "send_flow")
+    sends = run.host_records("send_flow")
     transport = {k: sum(r.get(k) or 0 for r in sends)
                  for k in ("packets", "retransmits", "timeouts", "naks", "cnps")}
     # Strict priority (pq) may starve the low class past the RTO: a real timeout there
-    lossy = man["scheme"] == "pq" or any(p.get("kind") in ("loss", "link_down")
+    lossy = SCHEMES[man["scheme"]].may_starve or any(p.get("kind") in ("loss", "link_down")
                                          for p in man["spec"].get("perturbations", []))
     fid = fidelity(meas, rate, mtu, ratios, wrong, transport, lossy)
     out = {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir, "jobs": jobs_out,
@@ -232,21 +218,20 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
 
 
 def run_dirs(out_dir: str) -> list[str]:
-    return sorted(os.path.join(out_dir, d) for d in os.listdir(out_dir)
-                  if os.path.exists(os.path.join(out_dir, d, "manifest.json")))
+    return [r.path for r in run_folders(out_dir)]
 
 
 def summarize(out_dir: str, plots: bool = True) -> dict:
-    runs = [analyze_run(d) for d in run_dirs(out_dir)]
+    folders = run_folders(out_dir)
+    runs = [analyze_run(r.path) for r in folders]
     if not runs:
         raise FileNotFoundError(f"{out_dir}: no run folders (with manifest.json) found")
-    with open(os.path.join(run_dirs(out_dir)[0], "manifest.json")) as f:
-        man = json.load(f)
+    man = folders[0].manifest
     summary = {"name": man["name"], "spec": man["spec"], "scale": man["scale"],
                "link_rate_bps": man["link_rate_bps"], "runs": runs,
                "comparison": compare(runs), "per_job": compare_jobs(runs)}
     if plots and any(r["jobs"] for r in runs):
-        from emulator import plots as plotting
+        from emulator.analysis import plots as plotting     # matplotlib only when drawing
         summary["plots"] = plotting.plot_all(out_dir, runs, man)
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
@@ -320,6 +305,7 @@ def print_messages(summary: dict) -> None:
 
 def print_tables(summary: dict, dilation: float) -> None:
     """nccl-tests-style lines per collective, then a scheme comparison."""
+    scale = Scale(dilation)
     if any(r.get("messages") for r in summary["runs"]):
         print_messages(summary)
         print_verdicts(summary)
@@ -335,8 +321,8 @@ def print_tables(summary: dict, dilation: float) -> None:
                     print(f"  {r['scheme']:>9} {r['seed']:>4} {j['job']:>3} {c['pass']:>4}  "
                           f"did not complete")
                     continue
-                alg = c["algbw_bps"] / 8 * dilation / 1e9
-                bus = c["busbw_bps"] / 8 * dilation / 1e9
+                alg = scale.real_rate_bps(c["algbw_bps"]) / 8 / 1e9
+                bus = scale.real_rate_bps(c["busbw_bps"]) / 8 / 1e9
                 print(f"  {r['scheme']:>9} {r['seed']:>4} {j['job']:>3} {c['pass']:>4} "
                       f"{c['nbytes']:>10} {c['nbytes'] // 4:>6}  float   sum "
                       f"{c['cct_s'] * 1e3:>10.1f} {c['theoretical_cct_s'] * 1e3:>9.1f} "

@@ -20,6 +20,7 @@ import signal
 import sys
 import time
 
+from emulator.plan.schemes import SCHEMES
 from topologies import fabric
 
 
@@ -38,7 +39,7 @@ def _positive_int(s: str) -> int:
 
 
 def _cmd_demo(args) -> int:
-    from emulator.fabric_demo import DemoConfig, run
+    from emulator.cli.demo import DemoConfig, run
     try:
         fabric.check_shape(args.leaves, args.spines, args.hosts_per_leaf, args.routing)
     except ValueError as e:
@@ -77,16 +78,17 @@ def _load_spec(args):
 
 
 def _cmd_validate(args) -> int:
-    from emulator.runner import layouts, link_rate_bps
-    from emulator.jobs import theoretical_cct_s
+    from emulator import plan as planning
+    from emulator.plan.layout import theoretical_cct_s
     spec = _load_spec(args)
     if spec is None:
         return 2
-    rate = link_rate_bps(spec)
+    plan = planning.compile(spec, spec.run.schemes[0], spec.run.seeds[0])
+    rate = plan.link_rate_bps
     print(f"{args.spec}: ok — {spec.name}: {len(spec.topology.host_names)} hosts, links "
           f"{rate / 1e6:g} Mbit/s emulated (D = {spec.scale.dilation:g}), schemes "
           f"{', '.join(spec.run.schemes)}, seeds {list(spec.run.seeds)}")
-    for job, lay in zip(spec.jobs, layouts(spec)):
+    for job, lay in zip(spec.jobs, plan.layouts):
         start = f", starts at {lay.start_s * 1e3:.0f} ms" if lay.start_s else ""
         if lay.after_job:
             start = f", starts {lay.start_s * 1e3:.0f} ms after job {lay.after_job}"
@@ -125,7 +127,8 @@ def _progress_printer(label: str):
 
 
 def _cmd_run(args) -> int:
-    from emulator import report, runner
+    from emulator.analysis import report
+    from emulator.launch import runner
     spec = _load_spec(args)
     if spec is None:
         return 2
@@ -163,7 +166,7 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from emulator import sweep
+    from emulator.launch import sweep
     from emulator.spec import SCHEMES, SpecError
     if args.scheme and any(s not in SCHEMES for s in args.scheme):
         print(f"symphony-emu sweep: --scheme: allowed: {', '.join(SCHEMES)}", file=sys.stderr)
@@ -199,12 +202,12 @@ def _cmd_cli(args) -> int:
     if args.script and not os.path.isfile(args.script):
         print(f"symphony-emu cli: --script {args.script}: no such file", file=sys.stderr)
         return 2
-    from emulator import live
+    from emulator.cli import live
     return live.run_cli(spec, args.scheme, args.seed, args.out, args.script)
 
 
 def _cmd_report(args) -> int:
-    from emulator import report
+    from emulator.analysis import report
     if not os.path.isdir(args.dir):
         print(f"symphony-emu report: {args.dir}: not a folder", file=sys.stderr)
         return 2
@@ -229,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("spec", help="experiment spec (TOML), e.g. runs/table1.toml")
     r.add_argument("--out", help="output folder (default runs/out/<time>-<name>)")
     r.add_argument("--seeds", type=_positive_int, help="run seeds 1..N instead of the spec's")
-    r.add_argument("--scheme", help="run only this scheme (baseline, symphony)")
+    r.add_argument("--scheme", help=f"run only this scheme ({', '.join(SCHEMES)})")
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a spec value, e.g. --set symphony.k=0.001 (repeatable)")
     r.set_defaults(func=_cmd_run, needs_root=True)
@@ -250,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "start jobs, switch Symphony, perturb, read stats, plot")
     c.add_argument("spec")
     c.add_argument("--scheme", default="symphony",
-                   help="switch behaviour: baseline, symphony (default), pq")
+                   help=f"switch behaviour: {', '.join(SCHEMES)} (default symphony)")
     c.add_argument("--seed", type=int, default=1)
     c.add_argument("--out", help="output folder (default runs/out/<time>-<name>-cli)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE",

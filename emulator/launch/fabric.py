@@ -24,7 +24,21 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 
 from switch_agent.control import send_command
+from topologies.dumbbell import DumbbellTopo
 from topologies.fabric import FabricSwitch
+from topologies.leafspine import LeafSpineTopo
+
+
+def topology(plan, rundir: str):
+    """The Mininet topology of a run plan (``emulator.plan.RunPlan``): its shape, rates,
+    port qdisc and one agent configuration per switch."""
+    f = plan.fabric
+    opts = dict(rate_bps=f.rate_bps, buffer_bytes=f.buffer_bytes, routing=f.routing,
+                agents=plan.agents, rundir=rundir, port_rates=f.port_rates, qdisc=f.port_qdisc)
+    if f.kind == "dumbbell":
+        return DumbbellTopo(f.hosts_per_leaf, **opts)
+    return LeafSpineTopo(f.leaves, f.spines, f.hosts_per_leaf, pods=f.pods, cores=f.cores,
+                         oversubscription=f.oversubscription, servers=f.servers, **opts)
 
 
 class Leftovers(RuntimeError):

@@ -11,11 +11,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from emulator import metrics  # noqa: E402
-from emulator.jobs import wire_bytes  # noqa: E402
-from emulator.report import _records  # noqa: E402
+from emulator.analysis import metrics  # noqa: E402
+from emulator.plan.layout import wire_bytes  # noqa: E402
+from emulator.plan.schemes import SCHEMES  # noqa: E402
+from emulator.rundir import RunFolder  # noqa: E402
 
-COLORS = {"baseline": "tab:red", "symphony": "tab:blue", "pq": "tab:orange"}
+COLORS = {name: s.color for name, s in SCHEMES.items()}
 
 
 def _label(run: dict) -> str:
@@ -24,8 +25,7 @@ def _label(run: dict) -> str:
 
 
 def _flows(run: dict) -> list[dict]:
-    return metrics.join_flows(_records(run["rundir"], "send_flow"),
-                              _records(run["rundir"], "recv_flow"))
+    return RunFolder(run["rundir"]).flows()
 
 
 def _first_seed_runs(runs: list[dict]) -> list[dict]:

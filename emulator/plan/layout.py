@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from emulator import workloads
-from emulator.spec import JobSpec, TopologySpec
+from emulator.plan import workloads
 from hosts import wire
-from hosts.collectives import build_schedule_for, bus_factor
+from hosts.collectives import collective, grid_of
+
+if TYPE_CHECKING:
+    from emulator.spec import JobSpec, TopologySpec
 
 
 @dataclass(frozen=True)
@@ -32,10 +35,19 @@ class JobLayout:
 
     @property
     def bus_factor(self) -> float:
-        return bus_factor(self.algorithm, self.ring_size)
+        return collective(self.algorithm).bus_factor(self.ring_size)
 
     def ring_of(self, rank: int) -> tuple:
         return next(r for r in self.rings if rank in r)
+
+    def group_of(self, rank: int) -> tuple:
+        """What ``rank``'s schedule is built over: its ring, or the grid."""
+        return collective(self.algorithm).group_of(self.rings, self.grid, rank)
+
+    def schedule(self, rank: int = 0, nbytes: int | None = None):
+        """``rank``'s schedule of one collective (of ``nbytes``; default: the job's)."""
+        return collective(self.algorithm).schedule(self.group_of(rank), rank,
+                                                   self.nbytes if nbytes is None else nbytes)
 
 
 def layout(job: JobSpec, topo: TopologySpec, time_s) -> JobLayout:
@@ -43,23 +55,20 @@ def layout(job: JobSpec, topo: TopologySpec, time_s) -> JobLayout:
     hosts = topo.host_names if job.hosts == ("all",) else list(job.hosts)
     hosts = sorted(hosts, key=lambda h: int(h[1:]))
     n = len(hosts)
+    algo = collective(job.algorithm)
     grid = None
-    if job.algorithm == "ring2d_allreduce":
-        rows, cols = job.grid
-        grid = tuple(tuple(r * cols + c for c in range(cols)) for r in range(rows))
-        rings = grid
-        x = cols
-        ring_size = n
+    if algo.needs_grid:
+        grid = rings = grid_of(*job.grid)
     elif job.rings == "rail":
         per_leaf = topo.per_leaf
         rails: dict[int, list[int]] = {}
         for rank, h in enumerate(hosts):
             rails.setdefault(int(h[1:]) % per_leaf, []).append(rank)
         rings = tuple(tuple(v) for _, v in sorted(rails.items()))
-        x = ring_size = len(rings[0])
     else:
         rings = (tuple(range(n)),)
-        x = ring_size = n
+    group = algo.group_of(rings, grid, 0)
+    x, ring_size = algo.n_chunks(group), len(algo.members(group))
     nbytes = job.chunk_bytes * x if job.chunk_bytes is not None else job.size_bytes
     program = None
     passes = job.passes
@@ -70,8 +79,7 @@ def layout(job: JobSpec, topo: TopologySpec, time_s) -> JobLayout:
         program = tuple((c.nbytes, c.ready_s, c.begins_iteration) for c in coll)
         passes = len(program)
         nbytes = max(c.nbytes for c in coll)
-    steps = len(build_schedule_for(job.algorithm, rings[0] if grid is None else grid, 0,
-                                   nbytes).steps)
+    steps = algo.n_steps(group)
     return JobLayout(job.id, job.algorithm, tuple(hosts), rings, grid, nbytes, steps,
                      passes, time_s(job.compute_gap_us * 1e-6), time_s(job.start_ms * 1e-3),
                      ring_size, program, job.after_job)
@@ -96,7 +104,6 @@ def theoretical_cct_s(lay: JobLayout, rate_bps: float, mtu_bytes: int,
     dequeued frame over at once; at real scale 3 hops x 3.3 µs is 0.1 % of an 8 MB
     chunk's time), so the default latency is 0 and measured / theoretical >= 1.
     ``nbytes``: of one collective of a program (default: the job's)."""
-    sch = build_schedule_for(lay.algorithm, lay.rings[0] if lay.grid is None else lay.grid, 0,
-                             lay.nbytes if nbytes is None else nbytes)
+    sch = lay.schedule(0, nbytes)
     return sum(wire_bytes(st.send_range[1], mtu_bytes) * 8 / rate_bps + step_latency_s
                for st in sch.steps)

@@ -20,49 +20,51 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from dataclasses import replace
 
 from mininet.cli import CLI
 from mininet.log import output
 
-from emulator import report, runner
-from emulator.network import Fabric
+from emulator import plan as planning
+from emulator.analysis import report
+from emulator.launch.fabric import Fabric, topology
+from emulator.launch.launcher import HostProcesses
+from emulator.perturbations import Engine
+from emulator.rundir import RunFolder
 from emulator.spec import Spec, SpecError, validate
 from switch_agent.agent import SYMPHONY_KEYS
 from topologies import fabric
 
 LIVE_PERTURBATIONS = ("imbalance", "link_down", "loss", "background")
+LIVE_BACKGROUND_PORT = 5301
 
 
 class LiveSession:
     def __init__(self, spec: Spec, scheme: str = "symphony", seed: int = 1,
                  out_dir: str | None = None):
         self.spec, self.scheme, self.seed = spec, scheme, seed
+        self.plan = planning.compile(spec, scheme, seed)
         self.out = out_dir or os.path.join(fabric.REPO_ROOT, "runs", "out",
                                            time.strftime("%Y%m%d-%H%M%S") + f"-{spec.name}-cli")
         os.makedirs(self.out, exist_ok=True)
         self.fab: Fabric | None = None
-        self.runs: list[dict] = []             # {"dir", "procs", "t_start"}
-        self.applied: list[tuple[str, object]] = []   # (description, undo)
-        self.background: list = []
+        self.engine: Engine | None = None
+        self.runs: list[dict] = []             # {"group", "dir", "procs", "jobs"}
 
     # --- lifecycle -----------------------------------------------------------------
     def start(self) -> "LiveSession":
         fabdir = os.path.join(self.out, "fabric")
-        self.fab = Fabric(runner.topology(self.spec, self.scheme, self.seed, fabdir),
-                          log_level="output")
+        self.fab = Fabric(topology(self.plan, fabdir), log_level="output")
         self.fab.start()
+        self.engine = Engine(self.fab, fabdir)
         return self
 
     def stop(self) -> None:
         for r in self.runs:
-            for p in r["procs"].values():
-                fabric.stop_process(p, 5)
-        for p in self.background:
-            fabric.stop_process(p, 5)
+            r["procs"].stop(5)
+        if self.engine is not None:
+            self.engine.close()
         if self.fab is not None:
             self.fab.stop()
 
@@ -74,7 +76,7 @@ class LiveSession:
 
     # --- jobs ----------------------------------------------------------------------
     def start_jobs(self, job_ids: list[int] | None = None, passes: int | None = None) -> str:
-        """Start the spec's jobs (or those ids) in 1 s; returns the new run folder."""
+        """Start the spec's jobs (or those ids) at once; returns the new run folder."""
         spec = self.spec
         known = [j.id for j in spec.jobs]
         if job_ids:
@@ -86,77 +88,50 @@ class LiveSession:
             if passes < 1:
                 raise ValueError(f"passes={passes}: must be >= 1")
             jobs = [replace(j, passes=passes) if j.workload is None else j for j in jobs]
-        busy = {h for r in self.runs if self._running(r) for h in r["procs"]}
-        spec = replace(spec, jobs=tuple(jobs))
-        lays = runner.layouts(spec)
-        hosts = {h for lay in lays for h in lay.hosts}
-        if hosts & busy:
-            raise ValueError(f"hosts {sorted(hosts & busy)} still run an earlier job "
-                             "(see `jobs`)")
+        busy = {h for r in self.runs if self._running(r) for h in r["procs"].configs}
+        plan = planning.compile(replace(spec, jobs=tuple(jobs)), self.scheme, self.seed)
+        if set(plan.hosts) & busy:
+            raise ValueError(f"hosts {sorted(set(plan.hosts) & busy)} still run an earlier "
+                             "job (see `jobs`)")
         # <out>/run<N>/<scheme>-seed<S>/: one run folder, as `symphony-emu run` writes them
         group = os.path.join(self.out, f"run{len(self.runs) + 1}")
         rundir = os.path.join(group, f"{self.scheme}-seed{self.seed}")
         os.makedirs(rundir)
-        runner.write_manifest(rundir, spec, self.scheme, self.seed, lays, live=True)
-        t_start = time.monotonic() + 1.0
-        ips = {h.name: h.IP() for h in self.fab.hosts}
-        cfgs = runner.rank_configs(spec, lays, self.seed, ips, t_start, rundir,
-                                   spec.run.timeout_s)
-        env = dict(os.environ, PYTHONPATH=fabric.REPO_ROOT)
-        procs = {}
-        for host, cfg in cfgs.items():
-            path = os.path.join(rundir, f"{host}.host.json")
-            with open(path, "w") as f:
-                json.dump(cfg, f, indent=1)
-            out = open(os.path.join(rundir, f"{host}.host.out"), "w")
-            procs[host] = self.fab[host].popen(
-                [sys.executable, "-m", "hosts.rank", "--config", path], stdout=out,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=fabric.REPO_ROOT)
-            out.close()
-        self.runs.append({"group": group, "dir": rundir, "procs": procs, "t_start": t_start,
-                          "total": sum(lay.passes * lay.steps * len(lay.hosts) for lay in lays),
-                          "jobs": [lay.job for lay in lays]})
+        RunFolder(rundir).write_manifest(plan, spec, live=True)
+        procs = HostProcesses(self.fab, plan.hosts, rundir)
+        procs.start()
+        try:
+            procs.go()
+        except RuntimeError:
+            procs.stop(5)
+            raise
+        self.runs.append({"group": group, "dir": rundir, "procs": procs,
+                          "jobs": [lay.job for lay in plan.layouts]})
         return group
 
     @staticmethod
     def _running(run: dict) -> bool:
-        return any(p.poll() is None for p in run["procs"].values())
+        return run["procs"].running
 
     def progress(self, run: dict) -> tuple[int, int]:
         """(steps applied, steps in all) of a run, from its ranks' progress lines."""
-        done = 0
-        for host in run["procs"]:
-            last = 0
-            with open(os.path.join(run["dir"], f"{host}.host.out")) as f:
-                for line in f:
-                    if line.startswith('{"progress"'):
-                        last = json.loads(line)["progress"]
-            done += last
-        return done, run["total"]
+        run["procs"].poll()
+        return run["procs"].progress
 
     def wait(self, timeout_s: float = 600) -> bool:
         """Wait for every started job; True if all ended in time."""
         deadline = time.monotonic() + timeout_s
-        while any(self._running(r) for r in self.runs):
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.1)
-        return True
+        return all(r["procs"].wait(deadline, step_s=0.1) for r in self.runs)
 
     def finish(self, run: dict) -> dict:
         """Measurements of an ended run (so ``report`` can judge it), then its summary."""
-        path = os.path.join(run["dir"], "measurements.json")
-        if not os.path.exists(path):
-            summaries = {}
-            for host in run["procs"]:
-                with open(os.path.join(run["dir"], f"{host}.host.out")) as f:
-                    for line in f:
-                        if '"rank_summary"' in line:
-                            summaries[host] = json.loads(line)
-            meas = {"t_start": run["t_start"], "timed_out": False, "rank_summaries": summaries,
-                    "host_exit": {h: p.returncode for h, p in run["procs"].items()}}
-            with open(path, "w") as f:
-                json.dump(meas, f, indent=1)
+        folder = RunFolder(run["dir"])
+        if not folder.done:
+            procs = run["procs"]
+            procs.poll()
+            folder.write_measurements({"t_start": procs.t_start, "timed_out": False,
+                                       "rank_summaries": procs.summaries,
+                                       "host_exit": procs.stop(5)})
         return report.summarize(run["group"])
 
     # --- the switches --------------------------------------------------------------
@@ -186,63 +161,28 @@ class LiveSession:
 
     def perturb(self, kind: str, **kv) -> str:
         """Apply a perturbation now; keys as in [[perturbations]] (validated the same
-        way). Returns its description; ``unperturb`` undoes the last one (or all)."""
+        way, applied by the same objects as a spec's). Returns its description;
+        ``unperturb`` undoes the last one (or all)."""
         if kind not in LIVE_PERTURBATIONS:
             raise ValueError(f"kind {kind!r}: live perturbations are "
                              f"{', '.join(LIVE_PERTURBATIONS)} (the others are set in the spec)")
-        raw = dict(self.spec.raw, perturbations=[{"kind": kind, **kv}])
+        entry = {"kind": kind, **kv}
         if kind == "background":
-            raw["perturbations"][0].setdefault("duration_ms", 1e9)
+            entry.setdefault("duration_ms", 1e9)
+        raw = dict(self.spec.raw, perturbations=[entry])
         try:
             (p,) = validate(raw, self.spec.path).perturbations
         except SpecError as e:
             raise ValueError(str(e).replace("perturbations[0].", "")) from None
-        sc = runner.scale_of(self.spec)
-        if kind == "imbalance":
-            sw = self.fab[p.switch]
-            intf = runner.port_toward(self.spec, p.switch, p.toward)
-            old = sw.port_rate_bps.get(intf, sw.rate_bps)
-            self._set_rate(p.switch, intf, runner.link_rate_bps(self.spec) / p.ratio)
-            what = f"{p.switch}:{intf} (toward {p.toward}) at 1/{p.ratio:g} of the link rate"
-            undo = (lambda s=p.switch, i=intf, r=old: self._set_rate(s, i, r))
-        elif kind == "link_down":
-            sw = self.fab[p.switch]
-            intf = runner.port_toward(self.spec, p.switch, p.toward)
-            sw.set_link(intf, False)
-            what = f"{p.switch}:{intf} (toward {p.toward}) down"
-            undo = (lambda sw=sw, i=intf: sw.set_link(i, True))
-        elif kind == "loss":
-            self.fab.agent(p.switch, {"cmd": "drop_fraction", "value": p.fraction})
-            what = f"{p.switch} drops {p.fraction:.2%} of RoCE data packets"
-            undo = (lambda s=p.switch: self.fab.agent(s, {"cmd": "drop_fraction", "value": 0.0}))
-        else:
-            src, dst = self.fab[p.src], self.fab[p.dst]
-            rate = sc.rate_bps(p.rate_gbps * 1e9)
-            port = 5301 + len(self.background)
-            log = open(os.path.join(self.out, f"background{len(self.background)}.log"), "w")
-            srv = runner.iperf3_server(dst, port, log)
-            time.sleep(0.3)
-            cli = runner.iperf3_udp_client(src, dst, port, rate, log)
-            log.close()
-            self.background += [cli, srv]
-            what = f"background {p.src}->{p.dst} at {rate / 1e6:g} Mbit/s"
-            undo = (lambda c=cli, s=srv: [fabric.stop_process(x, 5) for x in (c, s)])
-        self.applied.append((what, undo))
-        return what
-
-    def _set_rate(self, switch: str, intf: str, rate_bps: float) -> None:
-        self.fab[switch].set_port_rate(intf, rate_bps)
-        self.fab.agent(switch, {"cmd": "port_rate", "port": intf, "rate_bps": rate_bps})
+        obj = planning.perturbation(self.spec, p, self.plan.link_rate_bps,
+                                    LIVE_BACKGROUND_PORT - planning.BACKGROUND_PORT
+                                    + len(self.engine.log))
+        if kind == "background":
+            obj.nbytes = None                      # until undone
+        return self.engine.apply_now(obj)
 
     def unperturb(self, everything: bool = False) -> list[str]:
-        undone = []
-        while self.applied:
-            what, undo = self.applied.pop()
-            undo()
-            undone.append(what)
-            if not everything:
-                break
-        return undone
+        return self.engine.undo_last(everything)
 
 
 def _parse_kv(words: list[str]) -> dict:

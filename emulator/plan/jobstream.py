@@ -24,7 +24,6 @@ Job ids are 1, 2, ... in slot order.
 
 from __future__ import annotations
 
-import numpy as np
 
 KEYS = {"seed", "slots", "jobs_per_slot", "size_bytes", "passes", "gap_ms", "rings"}
 
@@ -51,7 +50,8 @@ def expand(stream: dict, error) -> list[dict]:
         error("job_stream.size_bytes", sizes, "a non-empty list of byte counts (>= 4)")
     passes = _range(stream.get("passes", [1, 8]), "job_stream.passes", error, integer=True)
     gaps = _range(stream.get("gap_ms", [0.0, 4.0]), "job_stream.gap_ms", error)
-    rng = np.random.default_rng(seed)
+    import numpy as np      # here, not at the top: the spec (and so `mn --custom`, under
+    rng = np.random.default_rng(seed)   # the system Python) loads without numpy
     jobs = []
     for slot in slots:
         prev = 0

@@ -1,0 +1,171 @@
+"""The one launcher of host processes, for ``run``, the live CLI and message runs.
+
+    procs = HostProcesses(fab, plan.hosts, rundir)
+    procs.start()                      # one process per host, in its namespace
+    t0 = procs.go()                    # ready barrier, then the shared t = 0
+    while procs.running: procs.poll(0.25); print(procs.progress)
+    procs.stop()                       # SIGTERM, then SIGKILL; every exit code recorded
+
+The protocol (docs/architecture.md §9): the launcher writes each ``HostConfig`` as
+``<host>.host.json``; the process (``python -m hosts.rank`` or ``hosts.host``) sets up
+(imports, sockets, schedules, expected results), prints ``{"ready": true}``, reads t = 0
+(a ``time.monotonic()`` value) from its stdin, runs, printing ``{"progress": n, "of": m}``
+lines, and ends with its summary (a JSON object with ``"type"``). Its stdout goes to
+``<host>.host.out`` and its stderr to ``<host>.host.log``, so a crashed or killed process
+leaves its last words behind and a caller that does not read for a while (the
+interactive CLI) never blocks a host on a full pipe. The launcher owns every process it
+starts: nothing it started outlives :meth:`stop`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+from hosts.config import HostConfig
+from topologies import fabric as wiring
+
+READY_TIMEOUT_S = 120.0           # set-up: imports and expected results of every host
+START_DELAY_S = 0.2               # from the last "ready" to t = 0
+
+
+class HostProcesses:
+    def __init__(self, fab, configs: dict[str, HostConfig], rundir: str):
+        self.fab, self.rundir = fab, rundir
+        self.configs = dict(configs)
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.ready: set[str] = set()
+        self.done: dict[str, int] = {h: 0 for h in configs}
+        self.summaries: dict[str, dict] = {}
+        self.exit_codes: dict[str, int] = {}
+        self.t_start: float | None = None
+        self._offsets: dict[str, int] = {}
+        self._partial: dict[str, str] = {}
+
+    @property
+    def total(self) -> int:
+        return sum(c.total_steps for c in self.configs.values())
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        """(steps applied, steps in all) over every host."""
+        return sum(self.done.values()), self.total
+
+    @property
+    def running(self) -> bool:
+        return any(p.poll() is None for p in self.procs.values())
+
+    def _path(self, host: str, suffix: str) -> str:
+        return os.path.join(self.rundir, f"{host}.{suffix}")
+
+    # --- lifecycle -----------------------------------------------------------------
+    def start(self) -> None:
+        """Write each host's configuration and start its process (not yet at t = 0)."""
+        env = dict(os.environ, PYTHONPATH=wiring.REPO_ROOT)
+        try:
+            for host, cfg in self.configs.items():
+                cfg = replace(cfg, telemetry_path=self._path(host, "jsonl"))
+                self.configs[host] = cfg
+                with open(self._path(host, "host.json"), "w") as f:
+                    json.dump(cfg.to_dict(), f, indent=1)
+                with open(self._path(host, "host.out"), "w") as out, \
+                        open(self._path(host, "host.log"), "w") as log:
+                    self.procs[host] = self.fab[host].popen(
+                        [sys.executable, "-m", cfg.module, "--config",
+                         self._path(host, "host.json")],
+                        stdin=subprocess.PIPE, stdout=out, stderr=log, env=env,
+                        cwd=wiring.REPO_ROOT)
+                self._offsets[host] = 0
+                self._partial[host] = ""
+        except BaseException:
+            self.stop()
+            raise
+
+    def go(self, ready_timeout_s: float = READY_TIMEOUT_S) -> float:
+        """Wait until every process is ready, then give them all the same t = 0 (returned).
+        A process that dies during set-up, or a set-up longer than ``ready_timeout_s``,
+        raises RuntimeError naming the host and quoting its log."""
+        deadline = time.monotonic() + ready_timeout_s
+        while len(self.ready) < len(self.procs):
+            self.poll(0.05)
+            dead = [h for h, p in self.procs.items() if p.poll() is not None and h not in self.ready]
+            if dead:
+                raise RuntimeError(f"host {dead[0]} exited during set-up with "
+                                   f"{self.procs[dead[0]].returncode}: {self.log_tail(dead[0])}")
+            if time.monotonic() > deadline:
+                slow = sorted(set(self.procs) - self.ready)
+                raise RuntimeError(f"hosts {slow} not ready after {ready_timeout_s:g} s")
+        self.t_start = time.monotonic() + START_DELAY_S
+        for p in self.procs.values():
+            p.stdin.write(f"{self.t_start}\n".encode())
+            p.stdin.flush()
+        return self.t_start
+
+    def poll(self, timeout_s: float = 0.0) -> None:
+        """Read what the processes printed since the last poll (sleeps ``timeout_s``
+        first when there is nothing new)."""
+        if timeout_s > 0:
+            time.sleep(timeout_s)
+        for host in self.procs:
+            path = self._path(host, "host.out")
+            try:
+                with open(path) as f:
+                    f.seek(self._offsets[host])
+                    chunk = f.read()
+                    self._offsets[host] = f.tell()
+            except FileNotFoundError:
+                continue
+            *lines, self._partial[host] = (self._partial[host] + chunk).split("\n")
+            for line in lines:
+                self._line(host, line)
+
+    def _line(self, host: str, line: str) -> None:
+        line = line.strip()
+        if not line.startswith("{"):
+            return
+        try:
+            msg = json.loads(line)
+        except json.JSONDecodeError:
+            return
+        if msg.get("ready"):
+            self.ready.add(host)
+        elif "progress" in msg:
+            self.done[host] = msg["progress"]
+        elif "type" in msg:
+            self.summaries[host] = msg
+
+    def wait(self, deadline: float, tick=None, step_s=0.25) -> bool:
+        """Poll until every process ended or ``deadline`` (monotonic); ``tick()`` after
+        each poll (perturbations, progress); ``step_s``: seconds between polls, or a
+        function giving them. True if all ended."""
+        while self.running:
+            if time.monotonic() > deadline:
+                return False
+            self.poll(step_s() if callable(step_s) else step_s)
+            if tick is not None:
+                tick()
+        self.poll()
+        return True
+
+    def stop(self, timeout_s: float = 10.0) -> dict[str, int]:
+        """End every process still running (SIGTERM, then SIGKILL) and reap all."""
+        for host, p in self.procs.items():
+            self.exit_codes[host] = wiring.stop_process(p, timeout_s)
+            if p.stdin:
+                try:
+                    p.stdin.close()
+                except OSError:
+                    pass
+        self.poll()
+        return self.exit_codes
+
+    def log_tail(self, host: str, nbytes: int = 3000) -> str:
+        try:
+            with open(self._path(host, "host.log")) as f:
+                return f.read()[-nbytes:]
+        except FileNotFoundError:
+            return ""

@@ -1,0 +1,101 @@
+"""Run an experiment spec: for each scheme and seed, compile the run plan, build the
+fabric from it, start the host processes through the one launcher, fire the plan's
+perturbations, show progress, enforce the timeout, record what only a live run can
+measure, and tear down exactly what was created. Each run gets a folder
+(``emulator.rundir``); ``emulator.analysis.report`` turns it into ``summary.json`` and
+plots (also later, from the folder alone: ``symphony-emu report DIR``).
+"""
+
+from __future__ import annotations
+
+import time
+
+from emulator import plan as planning
+from emulator.launch.fabric import Fabric, topology
+from emulator.launch.launcher import HostProcesses
+from emulator.perturbations import Engine
+from emulator.rundir import RunFolder
+from emulator.spec import Spec
+
+SETTLE_S = 10.0              # past the ranks' own timeout: they report their open flows
+
+
+class CpuMeter:
+    """Busy share of all CPUs between start() and stop(), from /proc/stat."""
+
+    @staticmethod
+    def _read():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return sum(v), idle
+
+    def start(self):
+        self._t0 = self._read()
+
+    def stop(self) -> float:
+        total, idle = self._read()
+        dt, di = total - self._t0[0], idle - self._t0[1]
+        return 1 - di / dt if dt else 0.0
+
+
+def agent_measurements(fab) -> dict:
+    """Each agent's totals, NFQUEUE counters and fidelity summary, as the report reads them."""
+    return {name: {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"],
+                   "fidelity": s.get("fidelity", {})}
+            for name, s in fab.agents({"cmd": "stats"}).items()}
+
+
+def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> dict:
+    """One (scheme, seed) run into ``rundir``; returns the live measurements."""
+    plan = planning.compile(spec, scheme, seed)
+    folder = RunFolder(rundir)
+    folder.write_manifest(plan, spec)
+    meas = {"timed_out": False, "host_exit": {}}
+    cpu = CpuMeter()
+    with Fabric(topology(plan, rundir)) as fab:
+        engine = Engine(fab, rundir, plan.perturbations)
+        procs = HostProcesses(fab, plan.hosts, rundir)
+        started = False
+        t_begin = time.monotonic()
+        try:
+            procs.start()
+            try:
+                t0 = procs.go()
+                started = True
+            except RuntimeError as e:          # a host died or hung in set-up: say so
+                meas.update(timed_out="not ready" in str(e), timed_out_in="set-up",
+                            setup_error=str(e))
+            if started:
+                meas["t_start"] = t0           # t = 0 of every job's start_s
+                cpu.start()                    # the run itself, not the set-up
+                t_begin = time.monotonic()
+
+                def tick():
+                    engine.due(time.monotonic() - t0)
+                    if progress is not None:
+                        progress(*procs.progress, time.monotonic() - t_begin)
+                if not procs.wait(t0 + plan.timeout_s + SETTLE_S, tick,
+                                  step_s=lambda: _step(engine, t0)):
+                    meas.update(timed_out=True, timed_out_in="run")
+        finally:
+            meas["host_exit"] = procs.stop()
+            engine.close()
+        meas["perturbations"] = engine.log
+        meas["cpu_busy"] = cpu.stop() if started else None
+        meas["wall_s"] = time.monotonic() - t_begin
+        meas["agents"] = agent_measurements(fab)
+        meas["rank_summaries"] = procs.summaries
+        if fab.overlay is not None:          # what crossed between (stand-in) servers
+            meas["underlay"] = fab.overlay.counters()
+    meas["teardown_leftovers"] = fab.leftovers
+    folder.write_measurements(meas)
+    return meas
+
+
+def _step(engine: Engine, t0: float) -> float:
+    """How long the loop may sleep between polls: 0.25 s, shorter before a perturbation."""
+    nxt = engine.next_time()
+    if nxt is None:
+        return 0.25
+    return max(0.01, min(0.25, t0 + nxt - time.monotonic()))

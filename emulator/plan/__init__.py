@@ -1,0 +1,222 @@
+"""The run plan: a spec compiled, for one scheme and seed, into everything a run needs.
+
+    plan = compile(spec, "symphony", seed=1)
+    plan.hosts["h0"]          # hosts.config.HostConfig: what h0's process runs
+    plan.agents["leaf0"]      # switch_agent.config.AgentConfig: leaf0's agent
+    plan.fabric               # FabricPlan: shape, link and port rates, qdisc
+    plan.perturbations        # emulator.perturbations.Timed entries
+
+Pure: no network, no clock, no files. Everything downstream — the fabric, the launcher,
+the perturbation engine, the flow-level model, the report — reads the plan and never
+the spec's values again. Every real-scale quantity is converted here, once, by the
+scale module (``hosts.scale``); the plan holds emulated values only (docs/architecture.md
+§7, §10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from emulator import perturbations as pt
+from emulator.plan.layout import JobLayout, layout as job_layout
+from emulator.plan.schemes import Scheme, scheme as scheme_named
+from hosts.cc import CcConfig
+from emulator.plan.messages import Message, host_configs
+from hosts.config import HostConfig, RankConfig
+from hosts.nic import TransportParams
+from hosts.scale import Scale
+from switch_agent.config import AgentConfig, RedParams, SymphonyParams
+from topologies import fabric as wiring
+
+if TYPE_CHECKING:                   # the spec imports this package's jobstream/workloads
+    from emulator.spec import Spec
+
+BACKGROUND_PORT = 5201          # iperf3 port of the first background flow (+1 each)
+
+
+@dataclass(frozen=True)
+class FabricPlan:
+    """The fabric to build: shape and routing as in the spec, rates emulated."""
+    kind: str                     # leafspine | dumbbell
+    leaves: int                   # per pod
+    spines: int                   # per pod
+    hosts_per_leaf: int
+    pods: int
+    cores: int
+    oversubscription: float
+    servers: int
+    routing: str
+    rate_bps: float
+    buffer_bytes: int
+    port_qdisc: str               # the scheme's: fifo | pq
+    slow_hops: tuple              # ((switch, toward, rate_bps), ...): slower hops from t = 0
+
+    @property
+    def port_rates(self) -> dict[str, dict[str, float]]:
+        """The slow hops as Mininet sees them: {switch: {interface: rate_bps}}."""
+        out: dict[str, dict[str, float]] = {}
+        pods = self.pods > 1
+        for sw, toward, rate in self.slow_hops:
+            intf = wiring.port_toward(sw, toward, self.per_leaf, self.leaves if pods else 0,
+                                      self.spines if pods else 0)
+            out.setdefault(sw, {})[intf] = rate
+        return out
+
+    @property
+    def per_leaf(self) -> int:
+        return self.hosts_per_leaf
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    name: str
+    scheme: Scheme
+    seed: int
+    scale: Scale
+    fabric: FabricPlan
+    layouts: tuple[JobLayout, ...]
+    hosts: dict                   # host name -> HostConfig (telemetry paths: the launcher's)
+    agents: dict                  # switch name -> AgentConfig (ports, paths: the fabric's)
+    perturbations: tuple          # emulator.perturbations.Timed, emulated seconds
+    timeout_s: float              # wall clock, per run
+    mtu_bytes: int
+    path_hops: int                # links on the longest host-to-host path
+
+    @property
+    def link_rate_bps(self) -> float:
+        return self.fabric.rate_bps
+
+
+def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - the verb
+    """The run of ``spec`` with ``scheme`` and ``seed``."""
+    sc = Scale(spec.scale.dilation)
+    sch = scheme_named(scheme)
+    t = spec.topology
+    rate = sc.rate_bps(t.link_rate_gbps * 1e9)
+    late = [p for p in spec.perturbations if p.kind == "symphony_late_start"]
+    fab = FabricPlan(t.kind, t.leaves if t.kind == "leafspine" else 1,
+                     t.spines if t.kind == "leafspine" else 0, t.per_leaf, t.pods, t.cores,
+                     t.oversubscription, t.servers, t.routing, rate, t.buffer_bytes,
+                     sch.port_qdisc, tuple((p.switch, p.toward, rate / p.ratio)
+                                           for p in spec.perturbations if p.kind == "imbalance"))
+    agents = {name: agent_config(spec, sc, sch.hook_at_start(bool(late)), seed, name)
+              for name in wiring.switch_names(t)}
+    lays = tuple(job_layout(j, t, sc.time_s) for j in spec.jobs)
+    hosts = (_message_hosts(spec, sc, rate) if spec.messages
+             else _rank_hosts(spec, sc, rate, lays, seed))
+    timed = _timed(spec, sc, sch, rate)
+    return RunPlan(spec.name, sch, seed, sc, fab, lays, hosts, agents, timed,
+                   spec.run.timeout_s, spec.transport.mtu_bytes,
+                   4 if t.kind == "leafspine" and t.leaves > 1 else 2)
+
+
+# --- switches -----------------------------------------------------------------------------
+
+def agent_config(spec: Spec, sc: Scale, hook: str, seed: int, switch: str) -> AgentConfig:
+    sw, sy = spec.switch, spec.symphony
+    return AgentConfig(
+        switch=switch, scheme=hook, seed=seed,
+        red=RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax),
+        symphony=SymphonyParams(t_win_s=sc.time_s(sy.t_win_us * 1e-6), k=sy.k, tau=sy.tau,
+                                n_warmup=sy.n_warmup, n_sample=sy.n_sample,
+                                tracking=sy.tracking))
+
+
+def port_toward(spec: Spec, switch: str, neighbor: str) -> str:
+    """``switch``'s interface on its link to ``neighbor`` in this spec's fabric."""
+    t = spec.topology
+    pods = t.pods > 1
+    return wiring.port_toward(switch, neighbor, t.per_leaf, t.leaves if pods else 0,
+                              t.spines if pods else 0)
+
+
+# --- hosts --------------------------------------------------------------------------------
+
+def host_ip(spec: Spec, host: str) -> str:
+    """The address plan's IP of host ``hN`` (``topologies.fabric``)."""
+    n, per = int(host[1:]), spec.topology.per_leaf
+    return wiring.host_ip(n // per, n % per)
+
+
+def cc_config(spec: Spec, sc: Scale) -> CcConfig:
+    tr = spec.transport
+    name = f"dcqcn_{spec.dcqcn.variant}" if tr.congestion_control == "dcqcn" \
+        else tr.congestion_control
+    return CcConfig.default(name, spec.topology.link_rate_gbps * 1e9, sc)
+
+
+def transport_params(spec: Spec, sc: Scale) -> TransportParams:
+    """The hosts' transport: the spec's real-scale timers dilated like every other timer."""
+    tr = spec.transport
+    return TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
+                           per_step_sport=tr.per_step_sport, rto_s=sc.time_s(tr.rto_us * 1e-6),
+                           nak_timeout_s=sc.time_s(tr.nak_timeout_us * 1e-6))
+
+
+def _host(spec: Spec, sc: Scale, rate: float, name: str, **what) -> HostConfig:
+    return HostConfig(name=name, ip=host_ip(spec, name), line_rate_bps=rate,
+                      cc=cc_config(spec, sc), transport=transport_params(spec, sc),
+                      timeout_s=spec.run.timeout_s, **what)
+
+
+def _rank_hosts(spec: Spec, sc: Scale, rate: float, lays, seed: int) -> dict[str, HostConfig]:
+    delays = {p.host: sc.time_s(p.delay_us * 1e-6) for p in spec.perturbations
+              if p.kind == "straggler"}
+    ranks: dict[str, list[RankConfig]] = {}
+    for lay in lays:
+        rank_ips = {r: host_ip(spec, h) for r, h in enumerate(lay.hosts)}
+        for rank, host in enumerate(lay.hosts):
+            ring_idx = next(i for i, r in enumerate(lay.rings) if rank in r)
+            ranks.setdefault(host, []).append(RankConfig(
+                job=lay.job, rank=rank, algorithm=lay.algorithm,
+                group=lay.grid if lay.grid else lay.rings[ring_idx],
+                channel=0 if lay.grid else ring_idx, rank_ips=rank_ips, nbytes=lay.nbytes,
+                passes=lay.passes, steps_per_collective=lay.steps, seed=seed,
+                compute_gap_s=lay.compute_gap_s, start_s=lay.start_s, after_job=lay.after_job,
+                step_delay_s=delays.get(host, 0.0), program=lay.program))
+    return {h: _host(spec, sc, rate, h, ranks=tuple(rs)) for h, rs in ranks.items()}
+
+
+def _message_hosts(spec: Spec, sc: Scale, rate: float) -> dict[str, HostConfig]:
+    msgs = [Message(m.src, m.dst, m.bytes, sc.time_s(m.start_ms * 1e-3), m.job, m.channel,
+                    m.step) for m in spec.messages]
+    return host_configs(msgs, lambda h: host_ip(spec, h), rate, cc_config(spec, sc),
+                        transport_params(spec, sc), spec.run.timeout_s)
+
+
+# --- perturbations ------------------------------------------------------------------------
+
+def perturbation(spec: Spec, p, rate: float, index: int = 0):
+    """A validated ``PerturbationSpec`` as the object that applies it (emulated units)."""
+    sc = Scale(spec.scale.dilation)
+    if p.kind == "imbalance":
+        return pt.Imbalance(p.switch, p.toward, port_toward(spec, p.switch, p.toward),
+                            rate / p.ratio)
+    if p.kind == "link_down":
+        return pt.LinkDown(p.switch, p.toward, port_toward(spec, p.switch, p.toward))
+    if p.kind == "loss":
+        return pt.Loss(p.switch, p.fraction)
+    if p.kind == "symphony_late_start":
+        return pt.SymphonyOn()
+    if p.kind == "background":
+        bg_rate = sc.rate_bps(p.rate_gbps * 1e9)
+        nbytes = int(bg_rate / 8 * sc.time_s(p.duration_ms * 1e-3)) if p.duration_ms else None
+        return pt.Background(p.src, p.dst, bg_rate, nbytes, BACKGROUND_PORT + index)
+    raise ValueError(f"{p.kind} is not applied by the engine")
+
+
+def _timed(spec: Spec, sc: Scale, sch: Scheme, rate: float) -> tuple:
+    out = []
+    for i, p in enumerate(spec.perturbations):
+        if p.kind in ("imbalance", "straggler"):       # in the port rates / host configs
+            continue
+        if p.kind == "symphony_late_start" and sch.switch_hook != "symphony":
+            continue
+        obj = perturbation(spec, p, rate, i)
+        at_ms = p.start_ms if p.kind == "background" else p.at_ms    # loss: 0, from t = 0
+        out.append(pt.Timed(sc.time_s(at_ms * 1e-3), obj))
+        if p.kind == "link_down" and p.up_ms >= 0:
+            out.append(pt.Timed(sc.time_s(p.up_ms * 1e-3), obj, undo=True))
+    return tuple(sorted(out, key=lambda e: e.t_s))
+

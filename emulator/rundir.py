@@ -1,0 +1,142 @@
+"""A run folder: the one writer of its manifest and measurements, the one reader of
+everything in it. Report, plots, sweep and the live CLI go through :class:`RunFolder`.
+
+    <run>/                       one (scheme, seed) run
+        manifest.json            what ran: spec, plan summary, layouts, versions, git revision
+        measurements.json        what only the live run could measure (CPU load, agents'
+                                 counters and fidelity, host summaries, perturbation log)
+        h*.jsonl                 host telemetry (flows, collectives, summaries)
+        leaf*/spine*/core*.jsonl agent telemetry
+        *.host.json, *.agent.json, *.host.out, *.log   configs, protocol lines, logs
+
+Telemetry files are written by ``hosts.telemetry`` in the processes; this module never
+writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from dataclasses import asdict
+
+from hosts.telemetry import read_records
+from topologies import fabric as wiring
+
+MANIFEST = "manifest.json"
+MEASUREMENTS = "measurements.json"
+
+
+class RunFolder:
+    def __init__(self, path: str):
+        self.path = path
+
+    def file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    # --- writing -------------------------------------------------------------------
+    def write_manifest(self, plan, spec, **extra) -> None:
+        """What ran: the spec, the plan's scheme/seed/scale, layouts, versions."""
+        os.makedirs(self.path, exist_ok=True)
+        manifest = {"spec_path": spec.path, "spec": spec.raw, "name": plan.name,
+                    "scheme": plan.scheme.name, "seed": plan.seed,
+                    "scale": {"dilation": plan.scale.dilation},
+                    "link_rate_bps": plan.link_rate_bps, "mtu_bytes": plan.mtu_bytes,
+                    "path_hops": plan.path_hops, "layouts": [asdict(x) for x in plan.layouts],
+                    "versions": _versions(), "git_revision": _git_revision(),
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "machine": {"cpus": os.cpu_count(), "node": platform.node()}, **extra}
+        self._write(MANIFEST, manifest)
+
+    def write_measurements(self, meas: dict) -> None:
+        self._write(MEASUREMENTS, meas)
+
+    def _write(self, name: str, data: dict) -> None:
+        tmp = self.file(name + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, self.file(name))      # never a half-written file
+
+    # --- reading -------------------------------------------------------------------
+    @property
+    def is_run(self) -> bool:
+        return os.path.exists(self.file(MANIFEST))
+
+    @property
+    def done(self) -> bool:
+        return os.path.exists(self.file(MEASUREMENTS))
+
+    @property
+    def manifest(self) -> dict:
+        with open(self.file(MANIFEST)) as f:
+            return json.load(f)
+
+    @property
+    def measurements(self) -> dict:
+        if not self.done:
+            return {}
+        with open(self.file(MEASUREMENTS)) as f:
+            return json.load(f)
+
+    def host_records(self, kind: str) -> list[dict]:
+        """Every host's telemetry records of one type (``send_flow``, ``collective``...)."""
+        out = []
+        for name in sorted(os.listdir(self.path)):
+            if name.startswith("h") and name.endswith(".jsonl"):
+                out += read_records(self.file(name), kind)
+        return out
+
+    def agent_records(self, switch: str, kind: str | None = None) -> list[dict]:
+        path = self.file(f"{switch}.jsonl")
+        return read_records(path, kind) if os.path.exists(path) else []
+
+    def flows(self) -> list[dict]:
+        """Every flow both ends logged (``emulator.analysis.metrics.join_flows``)."""
+        from emulator.analysis.metrics import join_flows
+        return join_flows(self.host_records("send_flow"), self.host_records("recv_flow"))
+
+    def host_lines(self, host: str) -> list[dict]:
+        """The protocol lines a host process printed (``<host>.host.out``)."""
+        out = []
+        try:
+            with open(self.file(f"{host}.host.out")) as f:
+                for line in f:
+                    if line.startswith("{"):
+                        try:
+                            out.append(json.loads(line))
+                        except json.JSONDecodeError:
+                            pass
+        except FileNotFoundError:
+            pass
+        return out
+
+
+def run_folders(out_dir: str) -> list[RunFolder]:
+    """The run folders (with a manifest) directly inside ``out_dir``, in name order."""
+    return [RunFolder(os.path.join(out_dir, d)) for d in sorted(os.listdir(out_dir))
+            if os.path.exists(os.path.join(out_dir, d, MANIFEST))]
+
+
+def _git_revision() -> str:
+    try:
+        return subprocess.run(["git", "-C", wiring.REPO_ROOT, "describe", "--always", "--dirty"],
+                              capture_output=True, text=True, timeout=5).stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version(), "kernel": platform.release()}
+    for mod in ("numpy", "scapy", "matplotlib"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:           # noqa: BLE001 - a version is informational only
+            out[mod] = None
+    try:
+        import mininet.net
+        out["mininet"] = getattr(mininet.net, "VERSION", None)
+    except ImportError:
+        out["mininet"] = None
+    return out
