@@ -6,6 +6,7 @@ everything in it. Report, plots, sweep and the live CLI go through :class:`RunFo
         measurements.json        what only the live run could measure (CPU load, agents'
                                  counters and fidelity, host summaries, perturbation log)
         h*.jsonl                 host telemetry (flows, collectives, summaries)
+        fluid.jsonl              a model run's (symphony-emu predict): the same records
         leaf*/spine*/core*.jsonl agent telemetry
         *.host.json, *.agent.json, *.host.out, *.log   configs, protocol lines, logs
 
@@ -27,6 +28,7 @@ from topologies import fabric as wiring
 
 MANIFEST = "manifest.json"
 MEASUREMENTS = "measurements.json"
+FLUID_RECORDS = "fluid.jsonl"     # a model run's flow and collective records, in one file
 
 
 class RunFolder:
@@ -82,6 +84,8 @@ class RunFolder:
 
     def host_records(self, kind: str) -> list[dict]:
         """Every host's telemetry records of one type (``send_flow``, ``collective``...)."""
+        if os.path.exists(self.file(FLUID_RECORDS)):
+            return read_records(self.file(FLUID_RECORDS), kind)
         out = []
         for name in sorted(os.listdir(self.path)):
             if name.startswith("h") and name.endswith(".jsonl"):

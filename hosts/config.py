@@ -126,6 +126,7 @@ class TransportParams(Codec):
     ack_every: int = 8
     max_outstanding: int | None = None
     per_step_sport: bool = True
+    sport_seed: int = 0                # salts source ports: each run seed draws new paths
     verify_icrc: bool = True
     rate_sample_s: float = 0.05        # rate/goodput samples per flow, emulated seconds
 

@@ -42,10 +42,14 @@ SPORT_SPAN = 16384
 WIRE_EXTRA_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES + 14  # IP + UDP + Ethernet
 
 
-def flow_sport(job: int, channel: int, step: int, sender_ip: str, per_step: bool = True) -> int:
+def flow_sport(job: int, channel: int, step: int, sender_ip: str, per_step: bool = True,
+               seed: int = 0) -> int:
     """UDP source port of a flow: a hash of (job, channel, step, sender) in the dynamic
-    range, or of (job, channel, sender) with ``per_step=False`` (a long-lived connection)."""
-    key = f"{job}/{channel}/{step if per_step else '-'}/{sender_ip}".encode()
+    range, or of (job, channel, sender) with ``per_step=False`` (a long-lived connection).
+    ``seed`` (the run's) salts it: the kernel's ECMP hash key is fixed for the machine's
+    uptime, so without it every run and seed would take the very same paths."""
+    key = f"{job}/{channel}/{step if per_step else '-'}/{sender_ip}"
+    key = (key if not seed else f"{key}/{seed}").encode()
     return SPORT_BASE + zlib.crc32(key) % SPORT_SPAN
 
 
@@ -138,7 +142,8 @@ class Nic:
         data = memoryview(data).cast("B")
         n_packets = max(1, -(-len(data) // self.tp.mtu_bytes))
         if sport is None:
-            sport = flow_sport(job, channel, step, self.ip, self.tp.per_step_sport)
+            sport = flow_sport(job, channel, step, self.ip, self.tp.per_step_sport,
+                               self.tp.sport_seed)
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
         s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, wire.ECN_ECT0)

@@ -245,6 +245,9 @@ class Agent:
             except FileNotFoundError:
                 pass
         self.telemetry.write(final)
+        self.telemetry.write({"type": "flow_ports", "switch": self.cfg.switch, "flows": [
+            [job, channel, step, socket.inet_ntoa(ips[:4]), socket.inet_ntoa(ips[4:]), port]
+            for (job, channel, step, ips), port in self.pipeline.flow_ports.items()]})
         self.telemetry.close()
 
     def stop(self, *_):

@@ -73,6 +73,10 @@ class SwitchPipeline:
         self.scheme: SwitchScheme = SCHEMES[scheme](tracker, tracking)
         self.set_drop_fraction(drop_fraction)
         self.unknown_port_pkts = 0
+        # Which egress port each RoCE flow took, from its first packet (PSN 0): (job,
+        # channel, step, src and dst IP as 8 bytes) -> port name. The report replays the
+        # run in the flow-level model on exactly these paths (docs/architecture.md §10).
+        self.flow_ports: dict[tuple, str] = {}
         # marks per job in the tracker's current window: job -> [red, symphony]
         self._job_marks: dict[int, list[int]] = {}
         self._on_window = on_window
@@ -123,6 +127,8 @@ class SwitchPipeline:
                 port.window_max_q_bytes = port.queue.q_bytes
             return None
         c.roce_pkts += 1
+        if hdr.psn == 0:
+            self.flow_ports[(hdr.job, hdr.channel, hdr.step, bytes(pkt[12:20]))] = port.name
         if self.drop_fraction and self.random() < self.drop_fraction:
             c.fault_drops += 1
             return b""

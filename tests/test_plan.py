@@ -144,3 +144,14 @@ def test_the_agent_of_plain_mininet_use_has_the_spec_defaults():
 def test_compile_is_pure_and_repeatable():
     spec = load(TABLE1)
     assert compile(spec, "symphony", 1) == compile(spec, "symphony", 1)
+
+
+def test_each_seed_salts_the_source_ports_so_it_draws_new_ecmp_paths():
+    from hosts.nic import flow_sport
+    spec = load(TABLE1)
+    t1, t2 = (compile(spec, "baseline", s).hosts["h0"].transport for s in (1, 2))
+    assert (t1.sport_seed, t2.sport_seed) == (1, 2)
+    ports = [[flow_sport(1, 0, step, "10.0.0.2", True, t.sport_seed) for step in range(24)]
+             for t in (t1, t2)]
+    assert sum(a != b for a, b in zip(*ports)) >= 22
+    assert flow_sport(1, 0, 3, "10.0.0.2") == flow_sport(1, 0, 3, "10.0.0.2", True, 0)

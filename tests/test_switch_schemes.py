@@ -97,3 +97,10 @@ def test_tracking_per_ring_keeps_one_state_per_job_and_channel():
     assert out_ring == [None] * 100
     assert set(per_ring.tracker.jobs) == {(1, 0), (1, 1)}
     assert set(per_job.tracker.jobs) == {1}
+
+
+def test_the_pipeline_records_each_flows_egress_port_from_its_first_packet():
+    pipe = pipeline("baseline")
+    feed(pipe, [packet(5, psn) for psn in range(3)] + [packet(6, 0, channel=2)])
+    src_dst = bytes([10, 0, 0, 2, 10, 0, 1, 2])
+    assert pipe.flow_ports == {(1, 0, 5, src_dst): "p", (1, 2, 6, src_dst): "p"}

@@ -35,7 +35,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from emulator.analysis import metrics
+from emulator.analysis import metrics, split
 from emulator.plan.layout import JobLayout, collective_bytes, theoretical_cct_s, wire_bytes
 from emulator.plan.schemes import SCHEMES
 from emulator.rundir import RunFolder, run_folders
@@ -127,11 +127,23 @@ def analyze_run(rundir: str) -> dict:
     transport = {k: sum(r.get(k) or 0 for r in sends)
                  for k in ("packets", "retransmits", "timeouts", "naks", "cnps")}
     # Strict priority (pq) may starve the low class past the RTO: a real timeout there
-    lossy = SCHEMES[man["scheme"]].may_starve or any(p.get("kind") in ("loss", "link_down")
-                                         for p in man["spec"].get("perturbations", []))
+    scheme = SCHEMES.get(man["scheme"])                  # None: a model-only scheme
+    lossy = (scheme is not None and scheme.may_starve) or any(
+        p.get("kind") in ("loss", "link_down") for p in man["spec"].get("perturbations", []))
     fid = fidelity(meas, rate, mtu, ratios, wrong, transport, lossy)
-    out = {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir, "jobs": jobs_out,
-           "transport": transport, "fidelity": fid}
+    backend = man.get("backend", "emulation")
+    out = {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir,
+           "backend": backend, "jobs": jobs_out, "transport": transport, "fidelity": fid}
+    if backend == "emulation" and jobs_out and run.done:
+        out["split"] = split.replay(rundir, man, lays)
+        err = (out["split"] or {}).get("emulation_error_x")
+        fid["emulation_error_x"] = err
+        if err is not None and err > split.STATIC_ERROR_MAX:
+            fid["reasons"].append(
+                f"static routing, no congestion in the flow-level model, yet a collective "
+                f"took {err:.2f}x its fluid time on the same paths (> "
+                f"{split.STATIC_ERROR_MAX:g}): emulation error")
+            fid["faithful"] = False
     if messages:
         out["messages"] = messages
         if len(messages) == 2:
@@ -201,6 +213,9 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
                        f"dropped a packet: go-back-N resent {transport['retransmits']} packets "
                        f"that were only late (delayed past transport.rto_us: an emulation stall, or "
                        f"an RTO below the queueing delay)")
+    if meas.get("unfinished_flows"):
+        reasons.append(f"{len(meas['unfinished_flows'])} flows were never delivered in the "
+                       f"model (no live route: a link down with nothing to re-route to)")
     if meas.get("timed_out"):
         reasons.append("the run timed out")
     bad_exit = {h: rc for h, rc in meas.get("host_exit", {}).items() if rc != 0}
@@ -227,9 +242,11 @@ def summarize(out_dir: str, plots: bool = True) -> dict:
     if not runs:
         raise FileNotFoundError(f"{out_dir}: no run folders (with manifest.json) found")
     man = folders[0].manifest
-    summary = {"name": man["name"], "spec": man["spec"], "scale": man["scale"],
+    summary = {"name": man["name"], "backend": man.get("backend", "emulation"),
+               "spec": man["spec"], "scale": man["scale"],
                "link_rate_bps": man["link_rate_bps"], "runs": runs,
-               "comparison": compare(runs), "per_job": compare_jobs(runs)}
+               "comparison": compare(runs), "per_job": compare_jobs(runs),
+               "split": compare_split(runs)}
     if plots and any(r["jobs"] for r in runs):
         from emulator.analysis import plots as plotting     # matplotlib only when drawing
         summary["plots"] = plotting.plot_all(out_dir, runs, man)
@@ -249,6 +266,28 @@ def compare(runs: list[dict]) -> dict:
             by[r["scheme"]]["max_step_overlap"].append(j["max_step_overlap"])
     return {s: {k: (float(np.median(v)) if v else None) for k, v in d.items()}
             for s, d in by.items()}
+
+
+def compare_split(runs: list[dict]) -> dict:
+    """Per scheme, medians over every collective of every emulated run with a split:
+    routing x (fluid / bound), transport x (emulated / fluid), the ideal-priority gain on
+    the same paths; and for Symphony, the share of that gain it realised (its median CCT
+    gain over the baseline's, over the ideal-priority gain)."""
+    by = defaultdict(lambda: defaultdict(list))
+    for r in runs:
+        for j in (r.get("split") or {}).get("jobs", []):
+            for c in j["collectives"]:
+                for k in ("routing_x", "transport_x", "ideal_gain", "bound_s", "fluid_s",
+                          "ideal_s", "emulated_s"):
+                    if c.get(k) is not None:
+                        by[r["scheme"]][k].append(c[k])
+    out = {s: {k: float(np.median(v)) for k, v in d.items()} for s, d in by.items()}
+    b, y = out.get("baseline"), out.get("symphony")
+    if b and y and "emulated_s" in b and "emulated_s" in y and y.get("ideal_gain"):
+        gain = 1 - y["emulated_s"] / b["emulated_s"]
+        y["gain_vs_baseline"] = gain
+        y["realised_share_of_ideal"] = gain / y["ideal_gain"]
+    return out
 
 
 def compare_jobs(runs: list[dict]) -> dict:
@@ -330,17 +369,51 @@ def print_tables(summary: dict, dilation: float) -> None:
                       f"{0 if c['verified'] else 1:>6}")
     print()
     comp = summary["comparison"]
-    print(f"{'scheme':<10}{'median CCT (ms)':>17}{'median JCT (ms)':>17}{'median max overlap':>20}")
+    w = max([10] + [len(s) + 1 for s in comp])
+    print(f"{'scheme':<{w}}{'median CCT (ms)':>17}{'median JCT (ms)':>17}"
+          f"{'median max overlap':>20}")
     for s, d in comp.items():
         cct = f"{d['cct_s'] * 1e3:.1f}" if d["cct_s"] else "-"
         jct = f"{d['jct_s'] * 1e3:.1f}" if d["jct_s"] else "-"
-        print(f"{s:<10}{cct:>17}{jct:>17}{d['max_step_overlap'] or 0:>20.1f}")
-    if "baseline" in comp and "symphony" in comp and comp["baseline"]["cct_s"] \
-            and comp["symphony"]["cct_s"]:
-        d = comp["symphony"]["cct_s"] / comp["baseline"]["cct_s"] - 1
-        print(f"\nSymphony vs baseline, median CCT: {d:+.1%}")
+        print(f"{s:<{w}}{cct:>17}{jct:>17}{d['max_step_overlap'] or 0:>20.1f}")
+    base = comp.get("baseline", {}).get("cct_s")
+    vs = [(s, d["cct_s"] / base - 1) for s, d in comp.items()
+          if s != "baseline" and base and d["cct_s"]]
+    if vs:
+        print()
+    for s, d in vs:
+        print(f"{'Symphony' if s == 'symphony' else s} vs baseline, median CCT: {d:+.1%}")
     print_jobs(summary)
+    print_split(summary)
     print_verdicts(summary)
+
+
+def print_split(summary: dict) -> None:
+    """Where the time went (emulated runs whose agents recorded paths): per scheme, the
+    medians of the lockstep bound, the flow-level model on the run's own paths (max-min;
+    ideal-priority), the emulated time, and the split emulated = bound x routing x
+    transport (docs/architecture.md §10; emulator/analysis/split.py)."""
+    sp = summary.get("split") or {}
+    if not sp:
+        return
+    print("\nwhere the time goes (medians per collective; model replayed on each run's own "
+          "paths):")
+    print(f"{'scheme':<10}{'bound(ms)':>11}{'fluid(ms)':>11}{'ideal(ms)':>11}"
+          f"{'emulated(ms)':>14}{'routing x':>11}{'transport x':>13}{'ideal gain':>12}")
+    for s, d in sp.items():
+        def ms(k):
+            return f"{d[k] * 1e3:.1f}" if k in d else "-"
+
+        def x(k, fmt="{:.2f}"):
+            return fmt.format(d[k]) if k in d else "-"
+        print(f"{s:<10}{ms('bound_s'):>11}{ms('fluid_s'):>11}{ms('ideal_s'):>11}"
+              f"{ms('emulated_s'):>14}{x('routing_x'):>11}{x('transport_x'):>13}"
+              f"{x('ideal_gain', '{:.1%}'):>12}")
+    y = sp.get("symphony", {})
+    if "realised_share_of_ideal" in y:
+        print(f"Symphony's median CCT gain over the baseline: {y['gain_vs_baseline']:+.1%}, "
+              f"{y['realised_share_of_ideal']:.0%} of the ideal-priority gain on its paths "
+              f"({y['ideal_gain']:.1%})")
 
 
 def print_verdicts(summary: dict) -> None:

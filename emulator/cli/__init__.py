@@ -2,13 +2,15 @@
 
     symphony-emu run SPEC [--out DIR] [--seeds N] [--scheme S] [--set key=value ...]
     symphony-emu sweep SPEC [--param key=v1,v2 ...] [--seeds N] [--scheme S ...] [--out DIR]
+    symphony-emu predict SPEC [--seeds N] [--scheme S ...] [--set key=value ...] [--out DIR]
     symphony-emu report DIR
     symphony-emu validate SPEC [--set key=value ...]
     symphony-emu demo [--out DIR] ...      (the switch agents alone, without collectives)
 
 ``run`` executes an experiment spec (TOML, see emulator/spec.py and runs/) for each
 scheme and seed, verifies every collective, and writes manifest, logs, summary.json and
-plots; ``report`` recomputes metrics and plots from a run folder's logs; ``validate``
+plots; ``predict`` runs the same plans in the flow-level model (no root, no network:
+seconds; ``emulator/launch/predict.py``); ``report`` recomputes metrics and plots from a run folder's logs; ``validate``
 checks a spec without touching the network.
 """
 
@@ -110,12 +112,12 @@ def _cmd_validate(args) -> int:
     return 0
 
 
-def _progress_printer(label: str):
+def _progress_printer(label: str, unit: str = "steps"):
     state = {"last": None, "t": 0.0}
 
     def show(done: int, total: int, elapsed: float) -> None:
         eta = f"{elapsed * (total / done - 1):5.0f}s" if done else "    ?"
-        line = f"{label}: steps {done}/{total} ({done / max(1, total):4.0%}), " \
+        line = f"{label}: {unit} {done}/{total} ({done / max(1, total):4.0%}), " \
                f"elapsed {elapsed:5.0f}s, ETA {eta}"
         if sys.stdout.isatty():
             print(f"\r{line:<78}", end="", flush=True)
@@ -163,6 +165,40 @@ def _cmd_run(args) -> int:
         print(f"plot:    {p}")
     bad = [r for r in summary["runs"] if not r["fidelity"]["faithful"]]
     return 1 if bad else 0
+
+
+def _cmd_predict(args) -> int:
+    from emulator.analysis import report
+    from emulator.launch.predict import run_predict
+    from emulator.model.simulate import SCHEMES as MODEL_SCHEMES
+    spec = _load_spec(args)
+    if spec is None:
+        return 2
+    schemes = args.scheme or list(MODEL_SCHEMES)
+    bad = [s for s in schemes if s not in MODEL_SCHEMES]
+    if bad:
+        print(f"symphony-emu predict: --scheme {bad[0]!r}: the model's schemes are "
+              f"{', '.join(MODEL_SCHEMES)}", file=sys.stderr)
+        return 2
+    seeds = list(range(1, args.seeds + 1)) if args.seeds else list(spec.run.seeds)
+    out = _out_dir(args.out, spec.name + "-predict")
+    if os.path.exists(out) and os.listdir(out):
+        print(f"symphony-emu predict: {out} exists and is not empty; choose another --out",
+              file=sys.stderr)
+        return 2
+    print(f"symphony-emu predict: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} "
+          f"seed(s) in the flow-level model -> {out}")
+    t0 = time.monotonic()
+    run_predict(spec, out, schemes, seeds, args.granularity, _progress_printer("model", "runs"))
+    wall = time.monotonic() - t0
+    summary = report.summarize(out, plots=not args.no_plots)
+    print()
+    report.print_tables(summary, spec.scale.dilation)
+    print(f"\n{len(schemes) * len(seeds)} model runs in {wall:.1f} s; summary: "
+          f"{os.path.join(out, 'summary.json')}")
+    for p in summary.get("plots", []):
+        print(f"plot:    {p}")
+    return 0
 
 
 def _cmd_sweep(args) -> int:
@@ -260,6 +296,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a spec value (repeatable)")
     c.add_argument("--script", help="run the CLI commands in this file, then exit")
     c.set_defaults(func=_cmd_cli, needs_root=True)
+    pr = sub.add_parser("predict", help="run a spec in the flow-level model (max-min fluid "
+                                        "flows on the same plan; no root, seconds)")
+    pr.add_argument("spec")
+    pr.add_argument("--out", help="output folder (default runs/out/<time>-<name>-predict)")
+    pr.add_argument("--seeds", type=_positive_int, help="seeds 1..N instead of the spec's")
+    pr.add_argument("--scheme", action="append",
+                    help="baseline (max-min), ideal-priority, pq (repeatable; default all)")
+    pr.add_argument("--granularity", default="per_job", choices=("per_job", "per_ring"),
+                    help="ideal-priority's lowest step per job (default) or per ring")
+    pr.add_argument("--no-plots", action="store_true", help="tables and summary.json only")
+    pr.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a spec value (repeatable)")
+    pr.set_defaults(func=_cmd_predict, needs_root=False)
     rp = sub.add_parser("report", help="recompute metrics and plots from a run folder")
     rp.add_argument("dir")
     rp.set_defaults(func=_cmd_report, needs_root=False)

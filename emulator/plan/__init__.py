@@ -103,7 +103,7 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
     agents = {name: agent_config(spec, sc, sch.hook_at_start(bool(late)), seed, name)
               for name in wiring.switch_names(t)}
     lays = tuple(job_layout(j, t, sc.time_s) for j in spec.jobs)
-    hosts = (_message_hosts(spec, sc, rate) if spec.messages
+    hosts = (_message_hosts(spec, sc, rate, seed) if spec.messages
              else _rank_hosts(spec, sc, rate, lays, seed))
     timed = _timed(spec, sc, sch, rate)
     return RunPlan(spec.name, sch, seed, sc, fab, lays, hosts, agents, timed,
@@ -146,17 +146,19 @@ def cc_config(spec: Spec, sc: Scale) -> CcConfig:
     return CcConfig.default(name, spec.topology.link_rate_gbps * 1e9, sc)
 
 
-def transport_params(spec: Spec, sc: Scale) -> TransportParams:
-    """The hosts' transport: the spec's real-scale timers dilated like every other timer."""
+def transport_params(spec: Spec, sc: Scale, seed: int = 0) -> TransportParams:
+    """The hosts' transport: the spec's real-scale timers dilated like every other timer;
+    the run's seed salts the flows' source ports, so each seed is a new ECMP draw."""
     tr = spec.transport
     return TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
                            per_step_sport=tr.per_step_sport, rto_s=sc.time_s(tr.rto_us * 1e-6),
-                           nak_timeout_s=sc.time_s(tr.nak_timeout_us * 1e-6))
+                           nak_timeout_s=sc.time_s(tr.nak_timeout_us * 1e-6),
+                           sport_seed=seed)
 
 
-def _host(spec: Spec, sc: Scale, rate: float, name: str, **what) -> HostConfig:
+def _host(spec: Spec, sc: Scale, rate: float, name: str, seed: int, **what) -> HostConfig:
     return HostConfig(name=name, ip=host_ip(spec, name), line_rate_bps=rate,
-                      cc=cc_config(spec, sc), transport=transport_params(spec, sc),
+                      cc=cc_config(spec, sc), transport=transport_params(spec, sc, seed),
                       timeout_s=spec.run.timeout_s, **what)
 
 
@@ -175,14 +177,14 @@ def _rank_hosts(spec: Spec, sc: Scale, rate: float, lays, seed: int) -> dict[str
                 passes=lay.passes, steps_per_collective=lay.steps, seed=seed,
                 compute_gap_s=lay.compute_gap_s, start_s=lay.start_s, after_job=lay.after_job,
                 step_delay_s=delays.get(host, 0.0), program=lay.program))
-    return {h: _host(spec, sc, rate, h, ranks=tuple(rs)) for h, rs in ranks.items()}
+    return {h: _host(spec, sc, rate, h, seed, ranks=tuple(rs)) for h, rs in ranks.items()}
 
 
-def _message_hosts(spec: Spec, sc: Scale, rate: float) -> dict[str, HostConfig]:
+def _message_hosts(spec: Spec, sc: Scale, rate: float, seed: int) -> dict[str, HostConfig]:
     msgs = [Message(m.src, m.dst, m.bytes, sc.time_s(m.start_ms * 1e-3), m.job, m.channel,
                     m.step) for m in spec.messages]
     return host_configs(msgs, lambda h: host_ip(spec, h), rate, cc_config(spec, sc),
-                        transport_params(spec, sc), spec.run.timeout_s)
+                        transport_params(spec, sc, seed), spec.run.timeout_s)
 
 
 # --- perturbations ------------------------------------------------------------------------

@@ -1,0 +1,128 @@
+"""Where an emulated run's time goes: the run replayed in the flow-level model on the paths
+its packets really took.
+
+Each switch agent records the egress port of every RoCE flow's first packet
+(``flow_ports`` telemetry). Walking those ports from each flow's source host gives the
+node path the kernel's ECMP chose; the model (``emulator.model``) then runs the same plan
+with every flow pinned to its path. Per collective (and per job) that gives three times
+on the same paths and one measured time:
+
+    bound      perfect lockstep at link rate (emulator.plan.layout.theoretical_cct_s)
+    fluid      max-min fair sharing: what ideal congestion control gives on these paths
+    ideal      the job's lowest active step first on every link (ideal-priority): what a
+               perfect step-aware switch could reach on these paths
+    emulated   what the run measured
+
+and the split  emulated = bound x routing x transport,  routing = fluid / bound (ECMP
+collisions, imbalance, background), transport = emulated / fluid (the transport and
+congestion control, and any emulation error). Under static routing with no congestion in
+the model (fluid = bound), transport is emulation error alone: the verdict checks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from emulator import plan as planning
+from emulator.analysis import metrics
+from emulator.model import simulate
+from emulator.model.from_plan import model_inputs
+from emulator.plan.layout import collective_bytes
+from emulator.rundir import RunFolder
+from topologies import fabric as wiring
+
+STATIC_ERROR_MAX = 1.05      # emulated / fluid where the model sees no congestion
+
+
+def port_neighbors(fab) -> dict[str, dict[str, str]]:
+    """{switch: {interface: the node at its far end}} of a plan's fabric."""
+    pods = fab.pods > 1
+    out = {}
+    for sw in wiring.switch_names(fab):
+        out[sw] = {wiring.port_toward(sw, n, fab.per_leaf, fab.leaves if pods else 0,
+                                      fab.spines if pods else 0): n
+                   for n in wiring.neighbors(fab, sw)}
+    return out
+
+
+def recorded_paths(run: RunFolder, plan) -> dict[tuple, list[str]]:
+    """(job, channel, wire step, src IP, dst IP) -> node path, from the agents' records."""
+    hops: dict[tuple, dict[str, str]] = {}
+    for sw in wiring.switch_names(plan.fabric):
+        for rec in run.agent_records(sw, "flow_ports"):
+            for job, channel, step, src, dst, port in rec["flows"]:
+                hops.setdefault((job, channel, step, src, dst), {})[sw] = port
+    far = port_neighbors(plan.fabric)
+    ip_host = {c.ip: h for h, c in plan.hosts.items()}
+    per = plan.fabric.per_leaf
+    paths = {}
+    for key, at in hops.items():
+        src, dst = ip_host.get(key[3]), ip_host.get(key[4])
+        if src is None or dst is None:
+            continue
+        node, path = f"leaf{int(src[1:]) // per}", [src]
+        while node in at and len(path) < 16:
+            path.append(node)
+            node = far[node][at[node]]
+        if node == dst:
+            paths[key] = path + [dst]
+    return paths
+
+
+def replay(rundir: str, man: dict, lays) -> dict | None:
+    """The split of one emulated run, or None when its agents recorded no paths (a run
+    from before they did, or a message run)."""
+    from emulator.spec import validate
+    run = RunFolder(rundir)
+    spec = validate(man["spec"], man.get("spec_path") or "manifest.json")
+    plan = replace(planning.compile(spec, "baseline", man["seed"]), layouts=tuple(lays))
+    if not plan.layouts:
+        return None
+    paths = recorded_paths(run, plan)
+    if not paths:
+        return None
+    inp = model_inputs(plan)
+    fluid = {}
+    for scheme in ("baseline", "ideal-priority"):
+        res = simulate(inp.fabric, inp.jobs, scheme=scheme, rng=man["seed"],
+                       mtu_bytes=inp.mtu_bytes, background=inp.background,
+                       link_events=inp.link_events, paths=paths,
+                       per_step_sport=inp.per_step_sport)
+        fluid[scheme] = metrics.collective_times(res.collectives)
+    emulated = metrics.collective_times(run.host_records("collective"))
+    flows = len(run.host_records("send_flow"))
+    jobs = []
+    from emulator.plan.layout import theoretical_cct_s
+    for lay in plan.layouts:
+        colls = []
+        for p in range(lay.passes):
+            bound = theoretical_cct_s(lay, plan.link_rate_bps, plan.mtu_bytes,
+                                      nbytes=collective_bytes(lay, p))
+            e = emulated.get((lay.job, p))
+            f = fluid["baseline"].get((lay.job, p))
+            i = fluid["ideal-priority"].get((lay.job, p))
+            c = {"pass": p, "bound_s": bound, "fluid_s": f and f["cct_s"],
+                 "ideal_s": i and i["cct_s"], "emulated_s": e and e["cct_s"]}
+            c.update(_factors(c))
+            colls.append(c)
+        jobs.append({"job": lay.job, "collectives": colls,
+                     "fluid_jct_s": _span(fluid["baseline"], lay.job),
+                     "ideal_jct_s": _span(fluid["ideal-priority"], lay.job)})
+    static_clean = [c["transport_x"] for j in jobs for c in j["collectives"]
+                    if c["transport_x"] and c["routing_x"] is not None
+                    and c["routing_x"] <= 1.001 and plan.fabric.routing == "static"]
+    return {"paths_recorded": len(paths), "flows": flows, "jobs": jobs,
+            "emulation_error_x": max(static_clean) if static_clean else None,
+            "not_modelled": list(inp.not_modelled)}
+
+
+def _factors(c: dict) -> dict:
+    b, f, e = c["bound_s"], c["fluid_s"], c["emulated_s"]
+    return {"routing_x": f / b if f and b else None,
+            "transport_x": e / f if e and f else None,
+            "ideal_gain": 1 - c["ideal_s"] / f if c["ideal_s"] and f else None}
+
+
+def _span(colls: dict, job: int) -> float | None:
+    mine = [c for (j, _), c in colls.items() if j == job]
+    return max(c["end_s"] for c in mine) - min(c["start_s"] for c in mine) if mine else None

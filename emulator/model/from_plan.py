@@ -1,0 +1,62 @@
+"""A run plan (``emulator.plan.RunPlan``) as the model's inputs, so an emulated run and its
+fluid twin are the same experiment: the same fabric and rates (slow hops included), the
+same jobs and stragglers, the same link events and background traffic, in the plan's
+emulated units (so the model's times compare with the emulator's directly, and its
+"theoretical" is the report's lockstep bound).
+
+Not modelled, and said so in :attr:`ModelInputs.not_modelled`: injected packet loss
+(``loss``: a fluid flow loses nothing) and Symphony's late start (the model has no
+Symphony; its ``ideal-priority`` bounds what any step-aware switch could do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from emulator import perturbations as pt
+from emulator.model.ranks import JobInput
+from emulator.model.records import Background, LinkEvent
+from emulator.model.topology import Fabric, dumbbell, leaf_spine
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    fabric: Fabric
+    jobs: tuple
+    background: tuple
+    link_events: tuple
+    mtu_bytes: int
+    per_step_sport: bool
+    not_modelled: tuple          # descriptions of what the plan has and the model lacks
+
+
+def model_inputs(plan) -> ModelInputs:
+    f = plan.fabric
+    if f.kind == "dumbbell":
+        fab = dumbbell(f.hosts_per_leaf, rate_bps=f.rate_bps)
+    else:
+        fab = leaf_spine(f.leaves, f.spines, f.hosts_per_leaf, rate_bps=f.rate_bps,
+                         routing=f.routing, pods=f.pods, cores=f.cores,
+                         oversubscription=f.oversubscription)
+    if f.slow_hops:
+        fab = fab.with_rates({(sw, toward): rate for sw, toward, rate in f.slow_hops})
+    delays = {h: max(r.step_delay_s for r in c.ranks) for h, c in plan.hosts.items()
+              if c.ranks and any(r.step_delay_s for r in c.ranks)}
+    jobs = tuple(JobInput.from_layout(lay, delays) for lay in plan.layouts)
+    background, events, missing = [], [], []
+    for e in plan.perturbations:
+        p = e.what
+        if isinstance(p, pt.LinkDown):
+            events.append(LinkEvent(e.t_s, p.switch, p.toward, up=e.undo))
+        elif isinstance(p, pt.Imbalance):
+            events.append(LinkEvent(e.t_s, p.switch, p.toward, rate_bps=p.rate_bps))
+        elif isinstance(p, pt.Background):
+            duration = p.nbytes * 8 / p.rate_bps if p.nbytes is not None else float("inf")
+            background.append(Background(p.src, p.dst, p.rate_bps, e.t_s, duration))
+        elif isinstance(p, pt.Loss):
+            missing.append(f"{p.switch} drops {p.fraction:.2%}: a fluid flow loses nothing")
+        elif isinstance(p, pt.SymphonyOn):
+            missing.append("Symphony's late start: the model has no Symphony")
+    per_step = all(c.transport.per_step_sport for c in plan.hosts.values())
+    return ModelInputs(fab, jobs, tuple(background), tuple(events), plan.mtu_bytes, per_step,
+                       tuple(missing))

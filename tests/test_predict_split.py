@@ -1,0 +1,101 @@
+"""The model on the run plan (``symphony-emu predict``) and the replay of a run on its own
+recorded paths (``emulator.analysis.split``), without root: the model's run folders read
+by the report like emulated ones, the agents' port records walked into node paths."""
+
+import json
+import os
+
+import pytest
+
+from emulator import plan as planning
+from emulator.analysis import report, split
+from emulator.cli import main as cli_main
+from emulator.launch.predict import predict_one, run_predict
+from emulator.model.from_plan import model_inputs
+from emulator.rundir import RunFolder
+from emulator.spec import load
+from topologies.fabric import REPO_ROOT
+
+TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")
+FIG5 = os.path.join(REPO_ROOT, "runs", "fig5.toml")
+
+
+def test_predict_static_routing_is_the_lockstep_bound_in_the_report(tmp_path):
+    spec = load(TABLE1, ["topology.routing=static", "jobs.0.passes=2"])
+    run_predict(spec, str(tmp_path), ["baseline", "ideal-priority"], [1])
+    summary = report.summarize(str(tmp_path), plots=False)
+    assert summary["backend"] == "fluid"
+    for r in summary["runs"]:
+        assert r["backend"] == "fluid" and r["fidelity"]["faithful"], r["fidelity"]
+        for c in r["jobs"][0]["collectives"]:
+            assert c["verified"] and c["cct_ratio"] == pytest.approx(1.0, rel=1e-9)
+
+
+def test_predict_ecmp_collides_and_ideal_priority_wins_some_of_it_back(tmp_path):
+    spec = load(FIG5)
+    seeds = list(range(1, 11))
+    run_predict(spec, str(tmp_path), ["baseline", "ideal-priority"], seeds)
+    summary = report.summarize(str(tmp_path), plots=False)
+    comp = summary["comparison"]
+    theo = summary["runs"][0]["jobs"][0]["collectives"][0]["theoretical_cct_s"]
+    assert comp["baseline"]["cct_s"] > 1.5 * theo              # ECMP collisions
+    assert comp["ideal-priority"]["cct_s"] < comp["baseline"]["cct_s"]
+    by = {(r["scheme"], r["seed"]): r["jobs"][0]["collectives"][0]["cct_s"]
+          for r in summary["runs"]}
+    assert all(by[("ideal-priority", s)] <= by[("baseline", s)] * (1 + 1e-9) for s in seeds)
+
+
+def test_predict_follows_the_plan_perturbations_and_says_what_it_cannot_model():
+    spec = load(TABLE1, ['perturbations=[{kind="imbalance", switch="leaf0", toward="h0", '
+                         'ratio=2.0}, {kind="loss", switch="spine0", fraction=0.01}]',
+                         "topology.routing=static", "jobs.0.passes=1"])
+    res, inp = predict_one(spec, "baseline", 1)
+    (c,) = [r for r in res.collectives if r["rank"] == 0]
+    plan = planning.compile(spec, "baseline", 1)
+    bound = plan.layouts[0]
+    from emulator.plan.layout import theoretical_cct_s
+    theo = theoretical_cct_s(bound, plan.link_rate_bps, plan.mtu_bytes)
+    # the hop into h0 at half rate: ring 0 runs at half speed, every step
+    assert max(r["end_s"] for r in res.collectives) == pytest.approx(2 * theo, rel=1e-6)
+    assert inp.not_modelled and "loses nothing" in inp.not_modelled[0]
+
+
+def test_recorded_ports_walk_into_node_paths(tmp_path):
+    spec = load(TABLE1)
+    plan = planning.compile(spec, "baseline", 1)
+    far = split.port_neighbors(plan.fabric)
+    assert far["leaf0"]["leaf0-eth5"] == "spine0" and far["spine2"]["spine2-eth2"] == "leaf1"
+    # h0 (10.0.0.2, leaf0) -> h4 (10.1.0.2, leaf1) over spine2: leaf0-eth7, spine2-eth2,
+    # leaf1-eth1; a second flow whose record misses a hop is dropped, not guessed
+    run = tmp_path / "run"
+    run.mkdir()
+    recs = {"leaf0": [[1, 0, 3, "10.0.0.2", "10.1.0.2", "leaf0-eth7"],
+                      [1, 0, 4, "10.0.0.2", "10.1.0.2", "leaf0-eth7"]],
+            "spine2": [[1, 0, 3, "10.0.0.2", "10.1.0.2", "spine2-eth2"]],
+            "leaf1": [[1, 0, 3, "10.0.0.2", "10.1.0.2", "leaf1-eth1"]]}
+    for sw, flows in recs.items():
+        (run / f"{sw}.jsonl").write_text(json.dumps({"type": "flow_ports", "flows": flows}) + "\n")
+    paths = split.recorded_paths(RunFolder(str(run)), plan)
+    assert paths == {(1, 0, 3, "10.0.0.2", "10.1.0.2"): ["h0", "leaf0", "spine2", "leaf1", "h4"]}
+
+
+def test_model_inputs_carry_the_plan_link_events_and_background():
+    spec = load(TABLE1, ['perturbations=[{kind="link_down", switch="leaf0", toward="spine1", '
+                         'at_ms=1.0, up_ms=2.0}, {kind="background", src="h0", dst="h5", '
+                         'rate_gbps=2.0, start_ms=0.5, duration_ms=1.0}]'])
+    inp = model_inputs(planning.compile(spec, "baseline", 1))
+    assert [(e.t_s, e.a, e.b, e.up) for e in inp.link_events] == \
+        [(pytest.approx(2.0), "leaf0", "spine1", False), (pytest.approx(4.0), "leaf0", "spine1", True)]
+    (bg,) = inp.background
+    assert (bg.src, bg.dst) == ("h0", "h5")
+    assert bg.rate_bps == pytest.approx(1e6) and bg.duration_s == pytest.approx(2.0)
+
+
+def test_predict_command_prints_the_table_and_names_a_bad_scheme(tmp_path, capsys):
+    assert cli_main(["predict", FIG5, "--seeds", "2", "--out", str(tmp_path / "p"),
+                     "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert "ideal-priority vs baseline, median CCT:" in out and "6 model runs" in out
+    assert cli_main(["predict", FIG5, "--scheme", "symphony", "--out",
+                     str(tmp_path / "q")]) == 2
+    assert "the model's schemes are baseline, ideal-priority, pq" in capsys.readouterr().err
