@@ -122,7 +122,47 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
             ax.legend(fontsize=8)
         fig.tight_layout()
         paths.append(_save(fig, out_dir, "cdfs.png"))
+    if any(r.get("split") for r in runs):
+        paths.append(plot_split(runs, os.path.join(out_dir, "split.png")))
     return paths
+
+
+def plot_split(runs: list[dict], path: str) -> str:
+    """Where the time goes (emulator.analysis.split): per scheme, the medians of the
+    lockstep bound, the model on the runs' own paths (max-min, ideal-priority) and the
+    emulated CCT; and every collective's routing x against its transport x."""
+    by = defaultdict(lambda: defaultdict(list))
+    for r in runs:
+        for j in (r.get("split") or {}).get("jobs", []):
+            for c in j["collectives"]:
+                for k, v in c.items():
+                    if v is not None:
+                        by[r["scheme"]][k].append(v)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.5))
+    kinds = [("bound_s", "lockstep bound"), ("fluid_s", "model, max-min (same paths)"),
+             ("ideal_s", "model, ideal-priority (same paths)"), ("emulated_s", "emulated")]
+    width = 0.8 / len(kinds)
+    schemes = list(by)
+    for i, (k, label) in enumerate(kinds):
+        a1.bar([x + i * width for x in range(len(schemes))],
+               [np.median(by[s][k]) * 1e3 if by[s][k] else 0 for s in schemes], width,
+               label=label, color=f"C{i}")
+    a1.set_xticks([x + 0.4 - width / 2 for x in range(len(schemes))], schemes)
+    a1.set_ylabel("median CCT (ms, emulated)")
+    a1.set_title("emulated = bound x routing x transport")
+    a1.set_ylim(0, a1.get_ylim()[1] * 1.35)
+    a1.legend(fontsize=8, loc="upper left", ncol=2)
+    for s in schemes:
+        a2.scatter(by[s]["routing_x"], by[s]["transport_x"], s=14, label=s,
+                   color=COLORS.get(s), alpha=0.7)
+    a2.axhline(1, color="k", lw=0.8, ls=":")
+    a2.axvline(1, color="k", lw=0.8, ls=":")
+    a2.set_xlabel("routing x = model on the run's paths / lockstep bound")
+    a2.set_ylabel("transport x = emulated / model")
+    a2.set_title("every collective")
+    a2.legend(fontsize=8)
+    fig.tight_layout()
+    return _save(fig, os.path.dirname(path), os.path.basename(path))
 
 
 def plot_overlap_and_rate(curves: list, job: int, rate: float, mtu: int, path: str) -> str:
