@@ -89,7 +89,7 @@ def _cmd_validate(args) -> int:
     rate = plan.link_rate_bps
     print(f"{args.spec}: ok — {spec.name}: {len(spec.topology.host_names)} hosts, links "
           f"{rate / 1e6:g} Mbit/s emulated (D = {spec.scale.dilation:g}), schemes "
-          f"{', '.join(spec.run.schemes)}, seeds {list(spec.run.seeds)}")
+          f"{', '.join(spec.run.schemes)}, seeds {_seeds_text(spec.run.seeds)}")
     for job, lay in zip(spec.jobs, plan.layouts):
         start = f", starts at {lay.start_s * 1e3:.0f} ms" if lay.start_s else ""
         if lay.after_job:
@@ -110,6 +110,13 @@ def _cmd_validate(args) -> int:
               f"ring(s) of {len(lay.rings[0])}, {lay.nbytes} B per rank, {lay.steps} steps x "
               f"{lay.passes} passes, theoretical CCT {theo * 1e3:.1f} ms emulated{start}")
     return 0
+
+
+def _seeds_text(seeds) -> str:
+    seeds = list(seeds)
+    if len(seeds) > 3 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}..{seeds[-1]}"
+    return str(seeds)
 
 
 def _progress_printer(label: str, unit: str = "steps"):
@@ -171,9 +178,21 @@ def _cmd_predict(args) -> int:
     from emulator.analysis import report
     from emulator.launch.predict import run_predict
     from emulator.model.simulate import SCHEMES as MODEL_SCHEMES
+    from emulator.spec import SpecError, load, variants
     spec = _load_spec(args)
     if spec is None:
         return 2
+    if args.variant:
+        named = dict(variants(spec))
+        if args.variant not in named:
+            print(f"symphony-emu predict: --variant {args.variant!r}: {args.spec} has "
+                  f"{', '.join(named) or 'no [[variants]]'}", file=sys.stderr)
+            return 2
+        try:
+            spec = load(args.spec, (args.set or []) + named[args.variant])
+        except SpecError as e:
+            print(f"symphony-emu predict: {e}", file=sys.stderr)
+            return 2
     schemes = args.scheme or list(MODEL_SCHEMES)
     bad = [s for s in schemes if s not in MODEL_SCHEMES]
     if bad:
@@ -189,6 +208,10 @@ def _cmd_predict(args) -> int:
     print(f"symphony-emu predict: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} "
           f"seed(s) in the flow-level model -> {out}")
     t0 = time.monotonic()
+    if spec.messages:
+        print(f"symphony-emu predict: {args.spec}: the model runs [[jobs]] (collectives); "
+              "this spec has [[messages]] only", file=sys.stderr)
+        return 2
     run_predict(spec, out, schemes, seeds, args.granularity, _progress_printer("model", "runs"))
     wall = time.monotonic() - t0
     summary = report.summarize(out, plots=not args.no_plots)
@@ -203,9 +226,16 @@ def _cmd_predict(args) -> int:
 
 def _cmd_sweep(args) -> int:
     from emulator.launch import sweep
+    from emulator.model.simulate import SCHEMES as MODEL_SCHEMES
     from emulator.spec import SCHEMES, SpecError
-    if args.scheme and any(s not in SCHEMES for s in args.scheme):
-        print(f"symphony-emu sweep: --scheme: allowed: {', '.join(SCHEMES)}", file=sys.stderr)
+    allowed = MODEL_SCHEMES if args.backend == "fluid" else SCHEMES
+    if args.scheme and any(s not in allowed for s in args.scheme):
+        print(f"symphony-emu sweep: --scheme: allowed with --backend {args.backend}: "
+              f"{', '.join(allowed)}", file=sys.stderr)
+        return 2
+    if args.backend == "emulation" and os.geteuid() != 0:
+        print("symphony-emu sweep: needs root (network namespaces, iptables); "
+              "--backend fluid does not", file=sys.stderr)
         return 2
     try:
         sweep.points(args.spec, args.param or [], args.set or [], args.variant)
@@ -218,7 +248,8 @@ def _cmd_sweep(args) -> int:
     print(f"symphony-emu sweep: -> {out} (run again with --out {out} to resume)")
     seeds = list(range(1, args.seeds + 1)) if args.seeds else None
     rows = sweep.run_sweep(args.spec, out, args.param or [], args.set or [], args.scheme,
-                           seeds, _progress_printer, args.variant)
+                           seeds, _progress_printer, args.variant, args.backend,
+                           not args.no_plots)
     return 1 if any(not r["faithful"] for r in rows) else 0
 
 
@@ -284,7 +315,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="only these of the spec's [[variants]] (repeatable)")
     sw.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a spec value for every point (repeatable)")
-    sw.set_defaults(func=_cmd_sweep, needs_root=True)
+    sw.add_argument("--backend", choices=("emulation", "fluid"), default="emulation",
+                    help="emulation (default, root) or fluid: the flow-level model, "
+                         "schemes baseline, ideal-priority, pq (no root, seconds)")
+    sw.add_argument("--no-plots", action="store_true", help="tables only")
+    sw.set_defaults(func=_cmd_sweep, needs_root=False)       # emulation checks it itself
     c = sub.add_parser("cli", help="open Mininet's CLI on a spec's fabric, with commands to "
                                    "start jobs, switch Symphony, perturb, read stats, plot")
     c.add_argument("spec")
@@ -305,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="baseline (max-min), ideal-priority, pq (repeatable; default all)")
     pr.add_argument("--granularity", default="per_job", choices=("per_job", "per_ring"),
                     help="ideal-priority's lowest step per job (default) or per ring")
+    pr.add_argument("--variant", help="one of the spec's [[variants]] (its overrides)")
     pr.add_argument("--no-plots", action="store_true", help="tables and summary.json only")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a spec value (repeatable)")

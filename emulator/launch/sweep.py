@@ -55,7 +55,14 @@ def points(spec_path: str, params: list[str], base_overrides: list[str],
 
 def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[str],
               schemes: list[str] | None, seeds: list[int] | None, progress=None,
-              only: list[str] | None = None) -> list[dict]:
+              only: list[str] | None = None, backend: str = "emulation",
+              plots: bool = True) -> list[dict]:
+    """``backend``: ``emulation`` (the fabric; schemes baseline, symphony, pq) or ``fluid``
+    (the flow-level model, ``emulator.launch.predict``; schemes baseline,
+    ideal-priority, pq, all by default)."""
+    from emulator.launch import predict
+    if backend == "fluid" and not schemes:
+        schemes = list(predict.MODEL_SCHEMES)
     rows = []
     job_rows = []
     firsts = []
@@ -70,10 +77,13 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
                 if RunFolder(rundir).done:
                     print(f"{label} {scheme} seed {seed}: done before, kept")
                     continue
+                if backend == "fluid":
+                    predict.predict_one(spec, scheme, seed, rundir)
+                    continue
                 print(f"{label} {scheme} seed {seed}: running", flush=True)
                 runner.run_one(spec, scheme, seed, rundir,
                                progress(f"{label} {scheme} seed {seed}") if progress else None)
-        summary = report.summarize(pdir)
+        summary = report.summarize(pdir, plots=plots)
         if summary["runs"]:
             firsts.append((label, summary["runs"][0], run_folders(pdir)[0].manifest))
         for r in summary["runs"]:

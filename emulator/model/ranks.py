@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from hosts.collectives import build_schedule_for
+from hosts.collectives import collective
 
 ALIGN_BYTES = 4        # hosts.rank's buffers are float32: chunks are multiples of 4 bytes
 
@@ -100,7 +100,7 @@ class RankProgram:
         self.send, self.timer, self.records = send, timer, records
         self.sizes = job.sizes()
         group = job.group(rank)
-        self.schedules = {n: build_schedule_for(job.algorithm, group, rank, n, ALIGN_BYTES)
+        self.schedules = {n: collective(job.algorithm).schedule(group, rank, n, ALIGN_BYTES)
                           for n in set(self.sizes)}
         # hosts.rank's steps_per_collective (the layout's ``steps``): the same for every size
         self.steps_per_collective = len(self.schedule(0).steps)
