@@ -99,3 +99,9 @@ def test_predict_command_prints_the_table_and_names_a_bad_scheme(tmp_path, capsy
     assert cli_main(["predict", FIG5, "--scheme", "symphony", "--out",
                      str(tmp_path / "q")]) == 2
     assert "the model's schemes are baseline, ideal-priority, pq" in capsys.readouterr().err
+
+
+def test_the_paper_scale_spec_and_every_variant_load_at_real_scale():
+    spec = load(os.path.join(REPO_ROOT, "runs", "model", "paper-scale.toml"))
+    assert spec.scale.dilation == 1.0 and len(spec.topology.host_names) == 32
+    assert spec.jobs[0].chunk_bytes == 8 << 20
