@@ -275,12 +275,19 @@ def compare_split(runs: list[dict]) -> dict:
     gain over the baseline's, over the ideal-priority gain)."""
     by = defaultdict(lambda: defaultdict(list))
     for r in runs:
+        emulated_jct = {j["job"]: j["jct_s"] for j in r["jobs"]}
         for j in (r.get("split") or {}).get("jobs", []):
             for c in j["collectives"]:
                 for k in ("routing_x", "transport_x", "ideal_gain", "bound_s", "fluid_s",
                           "ideal_s", "emulated_s"):
                     if c.get(k) is not None:
                         by[r["scheme"]][k].append(c[k])
+            jct = {"jct_bound_s": sum(c["bound_s"] for c in j["collectives"]),
+                   "jct_fluid_s": j["fluid_jct_s"], "jct_ideal_s": j["ideal_jct_s"],
+                   "jct_emulated_s": emulated_jct.get(j["job"])}
+            for k, v in jct.items():
+                if v is not None:
+                    by[r["scheme"]][k].append(v)
     out = {s: {k: float(np.median(v)) for k, v in d.items()} for s, d in by.items()}
     b, y = out.get("baseline"), out.get("symphony")
     if b and y and "emulated_s" in b and "emulated_s" in y and y.get("ideal_gain"):
@@ -409,6 +416,12 @@ def print_split(summary: dict) -> None:
         print(f"{s:<10}{ms('bound_s'):>11}{ms('fluid_s'):>11}{ms('ideal_s'):>11}"
               f"{ms('emulated_s'):>14}{x('routing_x'):>11}{x('transport_x'):>13}"
               f"{x('ideal_gain', '{:.1%}'):>12}")
+    for s, d in sp.items():
+        if "jct_emulated_s" in d and "jct_fluid_s" in d:
+            print(f"{s:<10} job (first collective's start to the last's end), medians: bound "
+                  f"{d['jct_bound_s'] * 1e3:.1f} ms (back to back), model "
+                  f"{d['jct_fluid_s'] * 1e3:.1f}, ideal-priority {d['jct_ideal_s'] * 1e3:.1f}, "
+                  f"emulated {d['jct_emulated_s'] * 1e3:.1f}")
     y = sp.get("symphony", {})
     if "realised_share_of_ideal" in y:
         print(f"Symphony's median CCT gain over the baseline: {y['gain_vs_baseline']:+.1%}, "
