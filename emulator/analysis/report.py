@@ -238,15 +238,20 @@ def run_dirs(out_dir: str) -> list[str]:
 
 def summarize(out_dir: str, plots: bool = True) -> dict:
     folders = run_folders(out_dir)
-    runs = [analyze_run(r.path) for r in folders]
+    runs = sorted((analyze_run(r.path) for r in folders),
+                  key=lambda r: (r["scheme"], r["seed"]))
     if not runs:
         raise FileNotFoundError(f"{out_dir}: no run folders (with manifest.json) found")
+    # A wrong result or broken fidelity is reported loudly and never averaged in.
+    good = [r for r in runs if r["fidelity"]["faithful"]]
     man = folders[0].manifest
     summary = {"name": man["name"], "backend": man.get("backend", "emulation"),
                "spec": man["spec"], "scale": man["scale"],
                "link_rate_bps": man["link_rate_bps"], "runs": runs,
-               "comparison": compare(runs), "per_job": compare_jobs(runs),
-               "split": compare_split(runs)}
+               "comparison": compare(good), "per_job": compare_jobs(good),
+               "split": compare_split(good),
+               "excluded": [{"scheme": r["scheme"], "seed": r["seed"]}
+                            for r in runs if r not in good]}
     if plots and any(r["jobs"] for r in runs):
         from emulator.analysis import plots as plotting     # matplotlib only when drawing
         summary["plots"] = plotting.plot_all(out_dir, runs, man)
@@ -430,7 +435,11 @@ def print_split(summary: dict) -> None:
 
 
 def print_verdicts(summary: dict) -> None:
-    """Wrong results (errors) and unfaithful runs, loudly, one line per run."""
+    """Wrong results (errors) and unfaithful runs, loudly, one line per run; they are left
+    out of every median above."""
+    if summary.get("excluded"):
+        print(f"\n{len(summary['excluded'])} of {len(summary['runs'])} runs are left out of "
+              f"the medians above (below: why)")
     for r in summary["runs"]:
         f = r["fidelity"]
         if f["errors"]:

@@ -99,13 +99,13 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
             if "overlap_s" in r:
                 row["flow_overlap_s"] = r["overlap_s"]
             rows.append(row)
-            for j in r["jobs"]:
+            for j in r["jobs"] if r["fidelity"]["faithful"] else ():
                 job_rows.append({"point": label, "scheme": r["scheme"], "seed": r["seed"],
                                  "job": j["job"], "ranks": j["ranks"], "jct_s": j["jct_s"],
                                  "last_step_span_s": j["last_step_span_s"],
                                  "max_step_overlap": j["max_step_overlap"]})
     write_table(out, rows)
-    if any(r["job"] != job_rows[0]["job"] for r in job_rows):
+    if job_rows and any(r["job"] != job_rows[0]["job"] for r in job_rows):
         write_jobs_table(out, job_rows)
     from emulator.analysis import plots
     path = plots.plot_sweep(out, firsts)
@@ -122,9 +122,12 @@ def write_table(out: str, rows: list[dict]) -> None:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    # Median over seeds per (point, scheme), printed.
+    # Median over the faithful seeds per (point, scheme), printed (an unfaithful run is
+    # listed below it, never averaged in).
     agg = defaultdict(lambda: defaultdict(list))
     for r in rows:
+        if not r["faithful"]:
+            continue
         for k, v in r.items():
             if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "seed":
                 agg[(r["point"], r["scheme"])][k].append(v)
@@ -135,7 +138,7 @@ def write_table(out: str, rows: list[dict]) -> None:
         print(f"{point:<34}{scheme:<10}{vals}")
     unfaithful = [r for r in rows if not r["faithful"]]
     if unfaithful:
-        print("\nUNFAITHFUL runs: " + ", ".join(f"{r['point']} {r['scheme']} seed {r['seed']}"
+        print("\nUNFAITHFUL runs (not in the medians): " + ", ".join(f"{r['point']} {r['scheme']} seed {r['seed']}"
                                                   for r in unfaithful))
     print(f"\ntable: {os.path.join(out, 'sweep.csv')}")
 
