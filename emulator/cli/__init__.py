@@ -189,7 +189,9 @@ def _cmd_predict(args) -> int:
                   f"{', '.join(named) or 'no [[variants]]'}", file=sys.stderr)
             return 2
         try:
-            spec = load(args.spec, (args.set or []) + named[args.variant])
+            # the variant's overrides on top, and the other variants dropped (they are
+            # validated against the base spec, not against this variant)
+            spec = load(args.spec, (args.set or []) + named[args.variant] + ["variants=[]"])
         except SpecError as e:
             print(f"symphony-emu predict: {e}", file=sys.stderr)
             return 2
