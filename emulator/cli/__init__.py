@@ -179,22 +179,23 @@ def _cmd_predict(args) -> int:
     from emulator.launch.predict import run_predict
     from emulator.model.simulate import SCHEMES as MODEL_SCHEMES
     from emulator.spec import SpecError, load, variants
-    spec = _load_spec(args)
-    if spec is None:
+    try:
+        # A spec's other [[variants]] are not run here, so not validated against --set
+        # (they are, against the base spec, by `validate` and `sweep`).
+        base = load(args.spec, ["variants=[]"])
+        extra = []
+        if args.variant:
+            named = dict(variants(load(args.spec)))
+            if args.variant not in named:
+                print(f"symphony-emu predict: --variant {args.variant!r}: {args.spec} has "
+                      f"{', '.join(named) or 'no [[variants]]'}", file=sys.stderr)
+                return 2
+            extra = named[args.variant]
+        spec = load(args.spec, (args.set or []) + extra + ["variants=[]"]) \
+            if args.set or extra else base
+    except SpecError as e:
+        print(f"symphony-emu predict: {e}", file=sys.stderr)
         return 2
-    if args.variant:
-        named = dict(variants(spec))
-        if args.variant not in named:
-            print(f"symphony-emu predict: --variant {args.variant!r}: {args.spec} has "
-                  f"{', '.join(named) or 'no [[variants]]'}", file=sys.stderr)
-            return 2
-        try:
-            # the variant's overrides on top, and the other variants dropped (they are
-            # validated against the base spec, not against this variant)
-            spec = load(args.spec, (args.set or []) + named[args.variant] + ["variants=[]"])
-        except SpecError as e:
-            print(f"symphony-emu predict: {e}", file=sys.stderr)
-            return 2
     schemes = args.scheme or list(MODEL_SCHEMES)
     bad = [s for s in schemes if s not in MODEL_SCHEMES]
     if bad:
