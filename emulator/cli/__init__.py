@@ -378,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # SIGTERM tears down like Ctrl-C: the fabric's context manager removes what it made.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    # Ctrl-C too, even when started in the background by a shell (which hands its
+    # background jobs SIGINT ignored, and Python then keeps it ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.func(args)
     except KeyboardInterrupt:
