@@ -429,9 +429,9 @@ def print_split(summary: dict) -> None:
                   f"emulated {d['jct_emulated_s'] * 1e3:.1f}")
     y = sp.get("symphony", {})
     if "realised_share_of_ideal" in y:
-        print(f"Symphony's median CCT gain over the baseline: {y['gain_vs_baseline']:+.1%}, "
-              f"{y['realised_share_of_ideal']:.0%} of the ideal-priority gain on its paths "
-              f"({y['ideal_gain']:.1%})")
+        print(f"Symphony's median CCT, {-y['gain_vs_baseline']:+.1%} against the baseline's, "
+              f"is {y['realised_share_of_ideal']:.0%} of what ideal-priority wins on the same "
+              f"paths ({-y['ideal_gain']:+.1%})")
 
 
 def print_verdicts(summary: dict) -> None:
