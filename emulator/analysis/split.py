@@ -27,8 +27,9 @@ from emulator import plan as planning
 from emulator.analysis import metrics
 from emulator.model import simulate
 from emulator.model.from_plan import model_inputs
-from emulator.plan.layout import collective_bytes
+from emulator.plan.layout import collective_bytes, theoretical_cct_s
 from emulator.rundir import RunFolder
+from emulator.spec import validate
 from topologies import fabric as wiring
 
 STATIC_ERROR_MAX = 1.05      # emulated / fluid where the model sees no congestion
@@ -72,7 +73,6 @@ def recorded_paths(run: RunFolder, plan) -> dict[tuple, list[str]]:
 def replay(rundir: str, man: dict, lays) -> dict | None:
     """The split of one emulated run, or None when its agents recorded no paths (a run
     from before they did, or a message run)."""
-    from emulator.spec import validate
     run = RunFolder(rundir)
     spec = validate(man["spec"], man.get("spec_path") or "manifest.json")
     plan = replace(planning.compile(spec, "baseline", man["seed"]), layouts=tuple(lays))
@@ -92,7 +92,6 @@ def replay(rundir: str, man: dict, lays) -> dict | None:
     emulated = metrics.collective_times(run.host_records("collective"))
     flows = len(run.host_records("send_flow"))
     jobs = []
-    from emulator.plan.layout import theoretical_cct_s
     for lay in plan.layouts:
         colls = []
         for p in range(lay.passes):
