@@ -110,9 +110,9 @@ try:
 except ModuleNotFoundError:          # Python 3.10
     import tomli as tomllib
 
-from emulator.plan import jobstream
-from emulator.plan.schemes import SCHEMES as SCHEME_REGISTRY
-from emulator.plan.workloads import WORKLOAD_NAMES
+from emulator import jobstream
+from emulator.schemes import SCHEMES as SCHEME_REGISTRY
+from emulator.workloads import WORKLOAD_NAMES
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS
 from hosts.collectives import ALGORITHMS
 from hosts.config import ConfigError, TransportParams, finite
@@ -121,7 +121,7 @@ from switch_agent.config import T_WIN_S, RedParams, SymphonyParams
 from topologies import fabric as wiring
 from topologies.fabric import neighbors, switch_names  # noqa: F401  (part of the spec API)
 
-SCHEMES = tuple(SCHEME_REGISTRY)          # emulator.plan.schemes: one object each
+SCHEMES = tuple(SCHEME_REGISTRY)          # emulator.schemes: one object each
 PERTURBATIONS = ("imbalance", "background", "link_down", "straggler", "loss",
                  "symphony_late_start")
 TOPOLOGY_KINDS = ("leafspine", "dumbbell")

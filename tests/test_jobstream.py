@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from emulator.plan import jobstream
+from emulator import jobstream
 from emulator.launch import sweep
 from emulator.spec import load
 from tests.toml_util import assert_spec_error, to_toml

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from emulator.plan import workloads
+from emulator import workloads
 from hosts.config import RankConfig
 from hosts.rank import RankProgram, link_after
 from hosts.scale import Scale

@@ -3,7 +3,7 @@ scaled program of a training job, and the spec keys that ask for one."""
 
 import pytest
 
-from emulator.plan import workloads
+from emulator import workloads
 from emulator.plan.layout import collective_bytes, layout, theoretical_cct_s
 from emulator.spec import load
 from hosts.scale import Scale

@@ -37,7 +37,7 @@ import numpy as np
 
 from emulator.analysis import metrics, split
 from emulator.plan.layout import JobLayout, collective_bytes, theoretical_cct_s, wire_bytes
-from emulator.plan.schemes import SCHEMES
+from emulator.schemes import SCHEMES
 from emulator.rundir import RunFolder, run_folders
 from hosts.scale import Scale
 

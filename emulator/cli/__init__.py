@@ -22,7 +22,7 @@ import signal
 import sys
 import time
 
-from emulator.plan.schemes import SCHEMES
+from emulator.schemes import SCHEMES
 from topologies import fabric
 
 

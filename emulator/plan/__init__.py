@@ -16,21 +16,19 @@ scale module (``hosts.scale``); the plan holds emulated values only (docs/archit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from emulator import perturbations as pt
 from emulator.plan.layout import JobLayout, layout as job_layout
-from emulator.plan.schemes import Scheme, scheme as scheme_named
-from hosts.cc import CcConfig
 from emulator.plan.messages import Message, host_configs
+from emulator.schemes import Scheme, scheme as scheme_named
+from emulator.spec import Spec
+from hosts.cc import CcConfig
 from hosts.config import HostConfig, RankConfig
 from hosts.nic import TransportParams
 from hosts.scale import Scale
 from switch_agent.config import AgentConfig, RedParams, SymphonyParams
 from topologies import fabric as wiring
 
-if TYPE_CHECKING:                   # the spec imports this package's jobstream/workloads
-    from emulator.spec import Spec
 
 BACKGROUND_PORT = 5201          # iperf3 port of the first background flow (+1 each)
 

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from emulator.plan import workloads
+from emulator import workloads
 from hosts import wire
 from hosts.collectives import collective, grid_of
 
