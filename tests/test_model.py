@@ -4,7 +4,7 @@ emulator's own metrics. Pure: nothing is emulated."""
 import numpy as np
 import pytest
 
-from emulator.model import (Background, JobInput, LinkEvent, dumbbell, leaf_spine,
+from emulator.model import (Background, JobInput, LinkEvent, Message, dumbbell, leaf_spine,
                             simulate)
 from emulator.spec import JobSpec, TopologySpec
 
@@ -74,6 +74,24 @@ def test_two_flows_share_a_link_and_the_survivor_takes_it_all():
         pytest.approx({(0, 0): (wa + wb) / R, (1, 0): (wa + wb) / R}, rel=1e-12)
     into_h2 = [s for s in res.send_flows if s["dst"] == "10.0.2.2" and s["job"] == 2][0]
     assert sum(into_h2["rate_samples"], []) == pytest.approx([0.0, R / 2, 2 * wa / R, R])
+
+
+@pytest.mark.parametrize("scheme", ["baseline", "ideal-priority"])
+def test_two_messages_into_one_port_fig9(scheme):
+    # The paper's Fig 9: B (step 1) alone from 0, A (step 0, the lagging one) from d = T/3.
+    # Max-min: B does d alone, then both at R/2: B ends at d + 2 (T - d) = 2 T - d, and A,
+    # with d left then, alone at 2 T.
+    # Ideal-priority: A runs alone from d to d + T; B finishes after it, at 2 T.
+    d = T / 3
+    msgs = [Message("h0", "h2", C, start_s=d, job=1, step=0),
+            Message("h1", "h2", C, start_s=0.0, job=1, step=1)]
+    res = simulate(dumbbell(3, rate_bps=R), [], scheme=scheme, mtu_bytes=MTU, messages=msgs)
+    got = {f["step"]: (f["t_start"], f["t_end"])
+           for f in metrics.join_flows(res.send_flows, res.recv_flows)}
+    expect = ({0: (d, 2 * T), 1: (0.0, 2 * T - d)} if scheme == "baseline"
+              else {0: (d, d + T), 1: (0.0, 2 * T)})
+    close(got, expect)
+    assert res.collectives == [] and res.unfinished == []
 
 
 def test_ring_of_four_on_a_dumbbell_runs_at_the_lockstep_bound():

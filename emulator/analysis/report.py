@@ -134,7 +134,7 @@ def analyze_run(rundir: str) -> dict:
     backend = man.get("backend", "emulation")
     out = {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir,
            "backend": backend, "jobs": jobs_out, "transport": transport, "fidelity": fid}
-    if backend == "emulation" and jobs_out and run.done:
+    if backend == "emulation" and (jobs_out or messages) and run.done:
         out["split"] = split.replay(rundir, man, lays)
         err = (out["split"] or {}).get("emulation_error_x")
         fid["emulation_error_x"] = err
@@ -343,15 +343,33 @@ def print_jobs(summary: dict) -> None:
 
 
 def print_messages(summary: dict) -> None:
-    print(f"{'scheme':<10}{'seed':>5}  {'flow':<26}{'step':>5}{'start(ms)':>11}{'FCT(ms)':>10}"
-          f"{'end(ms)':>10}")
+    """One line per message and run; with the split (emulated runs), the message alone at
+    line rate (bound) and the flow-level model on its recorded path (max-min, and
+    ideal-priority: the lagging step first) next to what the emulation measured."""
+    split_cols = any((r.get("split") or {}).get("messages") for r in summary["runs"])
+    w = max([10] + [len(r["scheme"]) + 1 for r in summary["runs"]])
+    print(f"{'scheme':<{w}}{'seed':>5}  {'flow':<26}{'step':>5}{'start(ms)':>11}{'FCT(ms)':>10}"
+          f"{'end(ms)':>10}" + (f"{'bound':>9}{'fluid':>9}{'ideal':>9}{'transport x':>13}"
+                                if split_cols else ""))
     for r in summary["runs"]:
+        model = {(m["job"], m["step"], m["src_ip"], m["dst_ip"]): m
+                 for m in (r.get("split") or {}).get("messages", [])}
         for m in r.get("messages", []):
-            print(f"{r['scheme']:<10}{r['seed']:>5}  {m['src'] + '->' + m['dst']:<26}"
-                  f"{m['step']:>5}{m['start_s'] * 1e3:>11.0f}{m['fct_s'] * 1e3:>10.0f}"
-                  f"{m['end_s'] * 1e3:>10.0f}")
+            line = (f"{r['scheme']:<{w}}{r['seed']:>5}  {m['src'] + '->' + m['dst']:<26}"
+                    f"{m['step']:>5}{m['start_s'] * 1e3:>11.0f}{m['fct_s'] * 1e3:>10.0f}"
+                    f"{m['end_s'] * 1e3:>10.0f}")
+            s = model.get((m["job"], m["step"], m["src"], m["dst"]))
+            if s is not None:
+                def ms(k):
+                    return f"{s[k] * 1e3:.0f}" if s.get(k) is not None else "-"
+                tx = f"{s['transport_x']:.2f}" if s.get("transport_x") else "-"
+                line += f"{ms('bound_s'):>9}{ms('fluid_s'):>9}{ms('ideal_s'):>9}{tx:>13}"
+            print(line)
         if "overlap_s" in r:
-            print(f"{'':<17}overlap of the two flows: {r['overlap_s'] * 1e3:.0f} ms")
+            print(f"{'':<{w + 7}}overlap of the two flows: {r['overlap_s'] * 1e3:.0f} ms")
+    if split_cols:
+        print("(bound: the message alone at line rate; fluid / ideal: the flow-level model on "
+              "the run's recorded path, max-min / the lagging step first; ms)")
 
 
 def print_tables(summary: dict, dilation: float) -> None:

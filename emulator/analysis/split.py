@@ -27,9 +27,10 @@ from emulator import plan as planning
 from emulator.analysis import metrics
 from emulator.model import simulate
 from emulator.model.from_plan import model_inputs
-from emulator.plan.layout import collective_bytes, theoretical_cct_s
+from emulator.plan.layout import collective_bytes, theoretical_cct_s, wire_bytes
 from emulator.rundir import RunFolder
 from emulator.spec import validate
+from hosts import wire
 from topologies import fabric as wiring
 
 STATIC_ERROR_MAX = 1.05      # emulated / fluid where the model sees no congestion
@@ -72,47 +73,84 @@ def recorded_paths(run: RunFolder, plan) -> dict[tuple, list[str]]:
 
 def replay(rundir: str, man: dict, lays) -> dict | None:
     """The split of one emulated run, or None when its agents recorded no paths (a run
-    from before they did, or a message run)."""
+    from before they did)."""
     run = RunFolder(rundir)
     spec = validate(man["spec"], man.get("spec_path") or "manifest.json")
     plan = replace(planning.compile(spec, "baseline", man["seed"]), layouts=tuple(lays))
-    if not plan.layouts:
+    inp = model_inputs(plan)
+    if not plan.layouts and not inp.messages:
         return None
     paths = recorded_paths(run, plan)
     if not paths:
         return None
-    inp = model_inputs(plan)
-    fluid = {}
-    for scheme in ("baseline", "ideal-priority"):
-        res = simulate(inp.fabric, inp.jobs, scheme=scheme, rng=man["seed"],
-                       mtu_bytes=inp.mtu_bytes, background=inp.background,
-                       link_events=inp.link_events, paths=paths,
-                       per_step_sport=inp.per_step_sport)
-        fluid[scheme] = metrics.collective_times(res.collectives)
+    fluid = {scheme: simulate(inp.fabric, inp.jobs, scheme=scheme, rng=man["seed"],
+                              mtu_bytes=inp.mtu_bytes, background=inp.background,
+                              link_events=inp.link_events, paths=paths,
+                              per_step_sport=inp.per_step_sport, messages=inp.messages)
+             for scheme in ("baseline", "ideal-priority")}
+    out = {"paths_recorded": len(paths), "flows": len(run.host_records("send_flow")),
+           "jobs": _job_splits(run, plan, fluid), "not_modelled": list(inp.not_modelled)}
+    static_clean = [c["transport_x"] for j in out["jobs"] for c in j["collectives"]
+                    if c["transport_x"] and c["routing_x"] is not None
+                    and c["routing_x"] <= 1.001 and plan.fabric.routing == "static"]
+    if inp.messages:
+        out["messages"] = _message_splits(run, plan, inp.messages, fluid)
+        static_clean += [m["transport_x"] for m in out["messages"]
+                         if m["transport_x"] and m["routing_x"] is not None
+                         and m["routing_x"] <= 1.001]
+    out["emulation_error_x"] = max(static_clean) if static_clean else None
+    return out
+
+
+def _job_splits(run: RunFolder, plan, fluid: dict) -> list[dict]:
+    colls = {s: metrics.collective_times(r.collectives) for s, r in fluid.items()}
     emulated = metrics.collective_times(run.host_records("collective"))
-    flows = len(run.host_records("send_flow"))
     jobs = []
     for lay in plan.layouts:
-        colls = []
+        out = []
         for p in range(lay.passes):
             bound = theoretical_cct_s(lay, plan.link_rate_bps, plan.mtu_bytes,
                                       nbytes=collective_bytes(lay, p))
             e = emulated.get((lay.job, p))
-            f = fluid["baseline"].get((lay.job, p))
-            i = fluid["ideal-priority"].get((lay.job, p))
+            f = colls["baseline"].get((lay.job, p))
+            i = colls["ideal-priority"].get((lay.job, p))
             c = {"pass": p, "bound_s": bound, "fluid_s": f and f["cct_s"],
                  "ideal_s": i and i["cct_s"], "emulated_s": e and e["cct_s"]}
             c.update(_factors(c))
-            colls.append(c)
-        jobs.append({"job": lay.job, "collectives": colls,
-                     "fluid_jct_s": _span(fluid["baseline"], lay.job),
-                     "ideal_jct_s": _span(fluid["ideal-priority"], lay.job)})
-    static_clean = [c["transport_x"] for j in jobs for c in j["collectives"]
-                    if c["transport_x"] and c["routing_x"] is not None
-                    and c["routing_x"] <= 1.001 and plan.fabric.routing == "static"]
-    return {"paths_recorded": len(paths), "flows": flows, "jobs": jobs,
-            "emulation_error_x": max(static_clean) if static_clean else None,
-            "not_modelled": list(inp.not_modelled)}
+            out.append(c)
+        jobs.append({"job": lay.job, "collectives": out,
+                     "fluid_jct_s": _span(colls["baseline"], lay.job),
+                     "ideal_jct_s": _span(colls["ideal-priority"], lay.job)})
+    return jobs
+
+
+def _message_splits(run: RunFolder, plan, messages, fluid: dict) -> list[dict]:
+    """Per plain message: alone at line rate (bound), max-min and ideal-priority on its
+    recorded path, and its emulated flow time, each from its own posting time."""
+    ips = {h: c.ip for h, c in plan.hosts.items()}
+    measured = {(f["job"], f["channel"], f["step"], f["src"], f["dst"]): f
+                for f in run.flows()}
+
+    def fct(res, m):
+        for r in res.recv_flows:
+            if (r["job"], r["channel"], r["step"], r["src"], r["dst"]) == _key(m, ips):
+                return r["end_s"] - m.start_s
+        return None
+    out = []
+    for m in messages:
+        e = measured.get(_key(m, ips))
+        c = {"src": m.src, "dst": m.dst, "src_ip": ips[m.src], "dst_ip": ips[m.dst],
+             "job": m.job, "step": m.step,
+             "bound_s": wire_bytes(m.nbytes, plan.mtu_bytes) * 8 / plan.link_rate_bps,
+             "fluid_s": fct(fluid["baseline"], m), "ideal_s": fct(fluid["ideal-priority"], m),
+             "emulated_s": e and e["t_end"] - e["t_start"]}
+        c.update(_factors(c))
+        out.append(c)
+    return out
+
+
+def _key(m, ips) -> tuple:
+    return (m.job, m.channel, m.step & wire.STEP_MASK, ips[m.src], ips[m.dst])
 
 
 def _factors(c: dict) -> dict:

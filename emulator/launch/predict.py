@@ -32,14 +32,12 @@ def predict_one(spec: Spec, scheme: str, seed: int, rundir: str | None = None,
     """One (model scheme, seed) run; with ``rundir``, also its run folder. Returns the
     ``ModelResult`` and the inputs it ran on."""
     plan = planning.compile(spec, PLAN_SCHEME, seed)
-    if not plan.layouts:
-        raise ValueError(f"{spec.path}: the model runs [[jobs]] (collectives); this spec "
-                         "has [[messages]] only")
     inp = model_inputs(plan)
     t0 = time.perf_counter()
     res = simulate(inp.fabric, inp.jobs, scheme=scheme, rng=seed, mtu_bytes=inp.mtu_bytes,
                    background=inp.background, link_events=inp.link_events,
-                   per_step_sport=inp.per_step_sport, granularity=granularity)
+                   per_step_sport=inp.per_step_sport, granularity=granularity,
+                   messages=inp.messages)
     wall = time.perf_counter() - t0
     if rundir is not None:
         write_run(RunFolder(rundir), plan, spec, scheme, res, inp, wall, granularity)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from emulator import perturbations as pt
 from emulator.model.ranks import JobInput
-from emulator.model.records import Background, LinkEvent
+from emulator.model.records import Background, LinkEvent, Message
 from emulator.model.topology import Fabric, dumbbell, leaf_spine
 
 
@@ -25,6 +25,7 @@ class ModelInputs:
     jobs: tuple
     background: tuple
     link_events: tuple
+    messages: tuple              # plain messages (a spec's [[messages]])
     mtu_bytes: int
     per_step_sport: bool
     not_modelled: tuple          # descriptions of what the plan has and the model lacks
@@ -58,5 +59,8 @@ def model_inputs(plan) -> ModelInputs:
         elif isinstance(p, pt.SymphonyOn):
             missing.append("Symphony's late start: the model has no Symphony")
     per_step = all(c.transport.per_step_sport for c in plan.hosts.values())
-    return ModelInputs(fab, jobs, tuple(background), tuple(events), plan.mtu_bytes, per_step,
-                       tuple(missing))
+    ip_host = {c.ip: h for h, c in plan.hosts.items()}
+    messages = tuple(Message(h, ip_host[m.peer], m.bytes, m.start_s, m.job, m.channel, m.step)
+                     for h, c in sorted(plan.hosts.items()) for m in c.sends)
+    return ModelInputs(fab, jobs, tuple(background), tuple(events), messages, plan.mtu_bytes,
+                       per_step, tuple(missing))

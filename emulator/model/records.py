@@ -31,6 +31,19 @@ class Background:
 
 
 @dataclass(frozen=True)
+class Message:
+    """One plain message (a spec's ``[[messages]]``, ``hosts.host``): ``nbytes`` of payload
+    from ``src`` to ``dst`` host, posted at ``start_s``, carrying (job, channel, step)."""
+    src: str
+    dst: str
+    nbytes: int
+    start_s: float = 0.0
+    job: int = 1
+    channel: int = 0
+    step: int = 0
+
+
+@dataclass(frozen=True)
 class LinkEvent:
     """At ``t_s`` the cable ``a``-``b`` goes down (``up=False``) or comes back
     (``up=True``), and/or the hop a -> b runs at ``rate_bps`` from then on."""
@@ -60,7 +73,8 @@ class ModelResult:
 
 
 class Flow:
-    """One fluid flow: a step's message, or a background stream (``bits`` = inf)."""
+    """One fluid flow: a step's message, a plain message (no ``receiver``), or a
+    background stream (``bits`` = inf)."""
     __slots__ = ("key", "job", "channel", "gstep", "src", "dst", "payload", "bits", "left",
                  "t_ref", "rate", "cap", "path", "links", "level", "version", "start_s",
                  "sport", "receiver", "pass_index", "step_index", "background", "samples",
@@ -72,8 +86,6 @@ class Flow:
         self.path = self.links = None
         for k, v in kw.items():
             setattr(self, k, v)
-
-
 
 
 def flow_records(f: Flow, end_s: float, host_ips, mtu_bytes: int) -> tuple[dict, dict]:

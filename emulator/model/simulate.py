@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence, Union
 from emulator.model import maxmin
 from emulator.model.priority import Priorities
 from emulator.model.ranks import JobInput, RankProgram
-from emulator.model.records import (INF, Background, Flow, FlowKey, LinkEvent, ModelResult,
-                                    background_record, flow_records)
+from emulator.model.records import (INF, Background, Flow, FlowKey, LinkEvent, Message,
+                                    ModelResult, background_record, flow_records)
 from emulator.model.topology import Fabric
 from hosts import wire
 from hosts.nic import flow_sport
@@ -58,8 +58,10 @@ def simulate(fabric: Fabric, jobs: Sequence[JobInput | JobLayout], *, scheme: st
              rng: Rng = None, mtu_bytes: int = wire.DEFAULT_MTU_BYTES,
              background: Sequence[Background] = (), link_events: Sequence[LinkEvent] = (),
              paths: Mapping[FlowKey, Sequence[str]] | None = None,
-             per_step_sport: bool = True, granularity: str = "per_job") -> ModelResult:
-    """Run ``jobs`` (``JobInput``, or ``JobLayout``: no stragglers) on ``fabric`` under
+             per_step_sport: bool = True, granularity: str = "per_job",
+             messages: Sequence[Message] = ()) -> ModelResult:
+    """Run ``jobs`` (``JobInput``, or ``JobLayout``: no stragglers) and plain ``messages``
+    (each a flow of its (job, step) from its ``start_s``) on ``fabric`` under
     ``scheme`` (``baseline`` | ``ideal-priority`` | ``pq``; ``granularity`` of
     ideal-priority: ``per_job`` | ``per_ring``). Routing is the fabric's (``ecmp`` or
     ``static``); ``rng`` (a ``random.Random``, a numpy ``Generator`` or an int seed; None:
@@ -72,7 +74,7 @@ def simulate(fabric: Fabric, jobs: Sequence[JobInput | JobLayout], *, scheme: st
         raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}")
     jobs = [j if isinstance(j, JobInput) else JobInput.from_layout(j) for j in jobs]
     run = _Run(fabric, scheme, granularity, _salt(rng), mtu_bytes, per_step_sport, paths)
-    return run.run(jobs, background, link_events)
+    return run.run(jobs, background, link_events, messages)
 
 
 def _seq_of(f: Flow) -> int:
@@ -110,7 +112,7 @@ class _Run:
                                 "max_component": 0})
 
     # --- set-up -----------------------------------------------------------------------
-    def run(self, jobs, background, link_events) -> ModelResult:
+    def run(self, jobs, background, link_events, messages=()) -> ModelResult:
         programs: dict = {}
         ids = [job.job for job in jobs]
         if len(set(ids)) != len(ids):
@@ -133,6 +135,8 @@ class _Run:
                 before.waiting.append(p)
             else:
                 p.anchor(0.0, 0.0)
+        for m in messages:
+            self.at(m.start_s, lambda t, m=m: self._message_on(m))
         for i, bg in enumerate(background):
             self.at(bg.start_s, lambda t, i=i, bg=bg: self._background_on(i, bg))
         for ev in link_events:
@@ -246,6 +250,20 @@ class _Run:
         self._start(f, t_s)
         self.out.paths[f.key] = f.path
 
+    def _message_on(self, m: Message) -> None:
+        """A plain message posted now (``hosts.host``: its own flow, its NIC's source
+        port for (job, channel, step, sender), like a rank's step flow)."""
+        src, dst = self.fab.host(m.src), self.fab.host(m.dst)
+        src_ip, dst_ip = self.fab.host_ips[src], self.fab.host_ips[dst]
+        step = m.step & wire.STEP_MASK
+        sport = flow_sport(m.job, m.channel, step, src_ip, self.per_step)
+        f = Flow(key=(m.job, m.channel, step, src, dst), job=m.job, channel=m.channel,
+                 gstep=m.step, src=src, dst=dst, payload=m.nbytes,
+                 bits=wire_bytes(m.nbytes, self.mtu) * 8, start_s=self.now, sport=sport,
+                 ecmp_key=f"{src_ip}/{dst_ip}/{sport}")
+        self._start(f, self.now)
+        self.out.paths[f.key] = f.path
+
     def _start(self, f: Flow, t_s: float) -> None:
         self.seq += 1
         f.left, f.t_ref, f.seq = f.bits, t_s, self.seq
@@ -298,7 +316,8 @@ class _Run:
         send, recv = flow_records(f, now, self.fab.host_ips, self.mtu)
         self.out.send_flows.append(send)
         self.out.recv_flows.append(recv)
-        f.receiver.deliver(f.pass_index, f.step_index, now)
+        if f.receiver is not None:
+            f.receiver.deliver(f.pass_index, f.step_index, now)
 
     # --- background traffic and link events -------------------------------------------
     def _background_on(self, i: int, bg: Background) -> None:
