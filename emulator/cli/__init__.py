@@ -211,10 +211,6 @@ def _cmd_predict(args) -> int:
     print(f"symphony-emu predict: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} "
           f"seed(s) in the flow-level model -> {out}")
     t0 = time.monotonic()
-    if spec.messages:
-        print(f"symphony-emu predict: {args.spec}: the model runs [[jobs]] (collectives); "
-              "this spec has [[messages]] only", file=sys.stderr)
-        return 2
     run_predict(spec, out, schemes, seeds, args.granularity, _progress_printer("model", "runs"))
     wall = time.monotonic() - t0
     summary = report.summarize(out, plots=not args.no_plots)
