@@ -24,6 +24,7 @@ Job ids are 1, 2, ... in slot order.
 
 from __future__ import annotations
 
+import math
 
 KEYS = {"seed", "slots", "jobs_per_slot", "size_bytes", "passes", "gap_ms", "rings"}
 
@@ -71,9 +72,10 @@ def expand(stream: dict, error) -> list[dict]:
 def _range(v, key, error, integer=False):
     kinds = (int,) if integer else (int, float)
     if not (isinstance(v, list) and len(v) == 2 and all(
-            isinstance(x, kinds) and not isinstance(x, bool) for x in v)
+            isinstance(x, kinds) and not isinstance(x, bool) and math.isfinite(x) for x in v)
             and 0 <= v[0] <= v[1]):
-        error(key, v, f"[min, max] with 0 <= min <= max{' (integers)' if integer else ''}")
+        error(key, v, f"[min, max] with 0 <= min <= max, finite"
+                      f"{' (integers)' if integer else ''}")
     if integer and v[0] < 1:
         error(key, v, "[min, max] with 1 <= min <= max (integers)")
     return v

@@ -96,21 +96,23 @@ quantities are the same at both scales. A complete spec with every key::
     timeout_s = 600                  # per run, wall clock
 
 A bad spec raises :class:`SpecError` naming the file, the key, the value and what is
-allowed.
+allowed. Every number is finite and in the range declared with its field (a
+:class:`Range`); every time is at real scale and, once dilated, at most
+:data:`MAX_RUN_S`. The ``name`` (and every variant's) becomes a folder name, so it is one
+path component. The file itself is read by ``emulator.specfile`` (a regular UTF-8 file
+of at most 1 MiB). What is valid but cannot do what it says — a perturbation after the
+run's timeout, jobs whose lockstep bound outlasts it — is listed in ``Spec.warnings``,
+which the command line prints.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-try:
-    import tomllib
-except ModuleNotFoundError:          # Python 3.10
-    import tomli as tomllib
-
-from emulator import jobstream
+from emulator import jobstream, spec_timing, specfile
 from emulator.schemes import SCHEMES as SCHEME_REGISTRY
 from emulator.workloads import WORKLOAD_NAMES
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS
@@ -133,13 +135,73 @@ DCQCN_VARIANTS = ("paper", "mlx")
 CONGESTION_CONTROLS = ("dcqcn",) + tuple(n for n in CC_ALGORITHMS if not n.startswith("dcqcn"))
 
 
+MAX_RUN_S = 1e6          # emulated seconds (11.6 days): the longest run, and so the latest
+                         # any time of a spec may dilate to (time.sleep overflows at ~9e9)
+MAX_SEED = 2**32 - 1     # numpy's legacy seeding takes 32 bits
+MAX_BYTES_PER_RANK = 1 << 36   # passes x bytes of a rank over a run: 64 GiB
+MAX_MESSAGE_CHARS = 2000
+
+
 class SpecError(ValueError):
-    pass
+    """A bad spec: one line naming the file, the key, the value and what is allowed."""
+
+    def __init__(self, message: str):
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
+        if len(text) > MAX_MESSAGE_CHARS:
+            text = text[:MAX_MESSAGE_CHARS] + " ..."
+        super().__init__(text)
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a number of a spec may take, declared once with its field
+    (``field(metadata={"range": Range(...)})``) and checked by ``_section``: finite, in
+    [lo, hi] (``open_lo``: (lo, hi]). ``time_s``: the field is a real-scale time in units
+    of that many seconds (1e-3: ms), and its dilated value must also stay <= MAX_RUN_S."""
+    lo: float
+    hi: float = math.inf
+    unit: str = ""
+    open_lo: bool = False
+    time_s: float = 0.0
+    note: str = ""
+
+    def allowed(self, v, dilation: float) -> str | None:
+        """None if ``v`` is allowed, else what is allowed, in words."""
+        hi = self.hi
+        if self.time_s:
+            hi = min(hi, MAX_RUN_S / dilation / self.time_s)
+        ok = finite(v) and (v > self.lo if self.open_lo else v >= self.lo) and v <= hi
+        if ok:
+            return None
+        lo, top = _fmt(self.lo), _fmt(hi)
+        if isinstance(v, int) and not isinstance(v, bool) and not self.time_s:
+            return f"must be >= {lo}: an integer in {lo}..{top}{self.note}"
+        head = (f"must be >= {lo}: " if self.lo >= 1 or self.lo == 0 and not self.open_lo
+                else "must be > 0: " if self.lo >= 0 else "")     # a floor just above 0
+        span = f"{'(' if self.open_lo else '['}{lo}, {top}]{self.unit}"
+        what = "time" if self.time_s else "number"
+        tail = (f" at real scale (at most {_fmt(MAX_RUN_S)} s once dilated by "
+                f"D = {_fmt(dilation)})" if self.time_s else "")
+        return f"{head}a finite {what} in {span}{tail}{self.note}"
+
+
+def _fmt(x) -> str:
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e16:
+        return str(int(x))
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _num(default, lo, hi=math.inf, unit="", **kw):
+    """A number field of a spec section with its allowed range (see :class:`Range`)."""
+    return field(default=default, metadata={"range": Range(lo, hi, unit, **kw)})
+
+
+US, MS = 1e-6, 1e-3          # Range.time_s of a field in µs, in ms
 
 
 @dataclass(frozen=True)
 class ScaleSpec:
-    dilation: float = DEFAULT_DILATION
+    dilation: float = _num(DEFAULT_DILATION, 1e-3, 1e7)
 
 
 @dataclass(frozen=True)
@@ -150,11 +212,11 @@ class TopologySpec:
     hosts_per_leaf: int = 4
     hosts: int = 3
     routing: str = "ecmp"
-    link_rate_gbps: float = PAPER_LINK_RATE_BPS / 1e9
+    link_rate_gbps: float = _num(PAPER_LINK_RATE_BPS / 1e9, 1e-3, 1e4, " Gb/s")
     buffer_bytes: int = wiring.DEFAULT_BUFFER_BYTES
     pods: int = 1
     cores: int = 0
-    oversubscription: float = 1.0
+    oversubscription: float = _num(1.0, 1e-3, 1e3)
     servers: int = 1
 
     @property
@@ -171,18 +233,18 @@ class TopologySpec:
 @dataclass(frozen=True)
 class SwitchSpec:                    # defaults: the agent's own (switch_agent.config)
     red: bool = RedParams.enabled
-    kmin_bytes: int = RedParams.kmin_bytes
-    kmax_bytes: int = RedParams.kmax_bytes
+    kmin_bytes: int = _num(RedParams.kmin_bytes, 0, 1 << 30)
+    kmax_bytes: int = _num(RedParams.kmax_bytes, 0, 1 << 30)
     pmax: float = RedParams.pmax
 
 
 @dataclass(frozen=True)
 class SymphonySpec:                  # defaults: the agent's own (switch_agent.config)
-    k: float = SymphonyParams.k
+    k: float = _num(SymphonyParams.k, 0, 100)     # P = min(1, k alpha psn / psn_rec)
     tau: float = SymphonyParams.tau
-    t_win_us: float = T_WIN_S * 1e6  # real scale
-    n_warmup: int = SymphonyParams.n_warmup
-    n_sample: int = SymphonyParams.n_sample
+    t_win_us: float = _num(T_WIN_S * 1e6, 0.1, unit=" µs", time_s=US)  # real scale
+    n_warmup: int = _num(SymphonyParams.n_warmup, 0, 10**6)
+    n_sample: int = _num(SymphonyParams.n_sample, 0, 10**6)
     tracking: str = SymphonyParams.tracking   # job (Algorithm 1) | ring: per (job, ring)
 
 
@@ -194,10 +256,11 @@ class DcqcnSpec:
 @dataclass(frozen=True)
 class TransportSpec:
     mtu_bytes: int = TransportParams.mtu_bytes       # scale-free: declared on the
-    ack_every: int = TransportParams.ack_every       # NIC's own type
+    ack_every: int = _num(TransportParams.ack_every, 1, 1024)   # NIC's own type
     per_step_sport: bool = TransportParams.per_step_sport
-    rto_us: float = 1000.0          # real scale; above a full 512 KB queue at 10 Gb/s (420 us)
-    nak_timeout_us: float = 200.0
+    # real scale; above a full 512 KB queue at 10 Gb/s (420 us)
+    rto_us: float = _num(1000.0, 0, unit=" µs", open_lo=True, time_s=US)
+    nak_timeout_us: float = _num(200.0, 0, unit=" µs", open_lo=True, time_s=US)
     congestion_control: str = "dcqcn"   # dcqcn ([dcqcn] variant) | none | a hosts.cc name
 
 
@@ -211,14 +274,14 @@ class JobSpec:
     chunk_bytes: int | None = None
     size_bytes: int | None = None
     passes: int = 1
-    compute_gap_us: float = 0.0
-    start_ms: float = 0.0
+    compute_gap_us: float = _num(0.0, 0, unit=" µs", time_s=US)
+    start_ms: float = _num(0.0, 0, unit=" ms", time_s=MS)
     after_job: int = 0
     workload: str | None = None
     iterations: int = 1
-    gradient_scale: float = 1 / 256
-    bucket_mb: float = 25.0
-    compute_speedup: float = 1.0
+    gradient_scale: float = _num(1 / 256, 0, 1, open_lo=True)
+    bucket_mb: float = _num(25.0, 1e-3, 1e4, " MiB")
+    compute_speedup: float = _num(1.0, 1e-3, 1e6)
 
 
 @dataclass(frozen=True)
@@ -241,16 +304,16 @@ class PerturbationSpec:
     kind: str = ""
     switch: str = ""
     toward: str = ""
-    ratio: float = 1.0
+    ratio: float = _num(1.0, 1, 1e3, note=" (a slower hop)")
     src: str = ""
     dst: str = ""
     rate_gbps: float = 0.0
-    start_ms: float = 0.0
-    duration_ms: float = 0.0
-    at_ms: float = 0.0
-    up_ms: float = -1.0
+    start_ms: float = _num(0.0, 0, unit=" ms", time_s=MS)
+    duration_ms: float = _num(0.0, 0, unit=" ms", open_lo=True, time_s=MS)
+    at_ms: float = _num(0.0, 0, unit=" ms", time_s=MS)
+    up_ms: float = _num(-1.0, -1, unit=" ms", time_s=MS, note=" (-1: never up again)")
     host: str = ""
-    delay_us: float = 0.0
+    delay_us: float = _num(0.0, 0, unit=" µs", open_lo=True, time_s=US)
     fraction: float = 0.0
 
 
@@ -271,7 +334,7 @@ class MessageSpec:
     src: str = ""
     dst: str = ""
     bytes: int = 0
-    start_ms: float = 0.0
+    start_ms: float = _num(0.0, 0, unit=" ms", time_s=MS)
     job: int = 1
     step: int = 0
     channel: int = 0
@@ -281,7 +344,7 @@ class MessageSpec:
 class RunSpec:
     schemes: tuple = ("baseline", "symphony")
     seeds: tuple = (1,)
-    timeout_s: float = 600.0
+    timeout_s: float = _num(600.0, 0, MAX_RUN_S, " s (wall clock, emulated)", open_lo=True)
 
 
 @dataclass(frozen=True)
@@ -300,6 +363,7 @@ class Spec:
     perturbations: tuple = ()
     run: RunSpec = field(default_factory=RunSpec)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
+    warnings: tuple = field(default=(), compare=False)   # valid, but cannot do what it says
 
 
 SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
@@ -320,12 +384,9 @@ def variants(spec: Spec) -> list[tuple[str, list[str]]]:
 def load(path: str, overrides: list[str] = ()) -> Spec:
     """Read, override (``key=value``, dotted keys) and validate a spec file."""
     try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{path}: not valid TOML: {e}") from None
+        raw = specfile.parse(specfile.read_text(path))
+    except specfile.UnreadableSpec as e:
+        raise SpecError(f"{path}: {e}") from None
     for item in overrides:
         apply_override(raw, item, path)
     spec = validate(raw, path)
@@ -348,8 +409,10 @@ def apply_override(raw: dict, item: str, path: str = "--set") -> None:
     key, text = item.split("=", 1)
     text = text.strip()
     try:
-        value = tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+        value = specfile.parse(f"v = {text}", f"--set {key.strip()}: ")["v"]
+    except specfile.UnreadableSpec as e:
+        if "not valid TOML" not in str(e):
+            raise SpecError(str(e)) from None
         value = text                      # a bare word: take it as a string
     parts = key.strip().split(".")
     node = raw
@@ -371,43 +434,54 @@ def apply_override(raw: dict, item: str, path: str = "--set") -> None:
     node[last] = value
 
 
-def _section(cls, data, where: str, path: str):
+def _section(cls, data, where: str, path: str, dilation: float = DEFAULT_DILATION):
+    """A table as ``cls``: known keys, each of its field's type and in its :class:`Range`
+    (times: once dilated by ``dilation``, too)."""
     if not isinstance(data, dict):
-        raise SpecError(f"{path}: [{where}] must be a table, got {data!r}")
-    allowed = list(cls.__dataclass_fields__)
+        raise SpecError(f"{path}: [{where}] must be a table, got {_show(data)}")
+    fields = cls.__dataclass_fields__
     for k in data:
-        if k not in allowed:
-            raise SpecError(f"{path}: unknown key {where}.{k}; allowed: {', '.join(allowed)}")
+        if k not in fields:
+            raise SpecError(f"{path}: unknown key {where}.{k}; allowed: {', '.join(fields)}")
     out = {}
     for k, v in data.items():
-        default = cls.__dataclass_fields__[k].default
-        out[k] = _typed(v, default, f"{where}.{k}", path)
+        out[k] = v = _typed(v, fields[k].default, f"{where}.{k}", path)
+        rng = fields[k].metadata.get("range")
+        allowed = rng.allowed(v, dilation) if rng is not None and v is not None else None
+        if allowed:
+            raise SpecError(f"{path}: {where}.{k} = {_show(v)}: {allowed}")
     return cls(**out)
 
 
 def _typed(v, default, key, path):
     if isinstance(default, bool):
         if not isinstance(v, bool):
-            raise SpecError(f"{path}: {key} = {v!r}: must be true or false")
+            raise SpecError(f"{path}: {key} = {_show(v)}: must be true or false")
         return v
     if isinstance(default, int) and default is not None and not isinstance(default, bool):
         if isinstance(v, bool) or not isinstance(v, int):
-            raise SpecError(f"{path}: {key} = {v!r}: must be an integer")
+            raise SpecError(f"{path}: {key} = {_show(v)}: must be an integer")
         return v
     if isinstance(default, float):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise SpecError(f"{path}: {key} = {v!r}: must be a number")
+            raise SpecError(f"{path}: {key} = {_show(v)}: must be a number")
         return float(v)
     if isinstance(default, str):
         if not isinstance(v, str):
-            raise SpecError(f"{path}: {key} = {v!r}: must be a string")
+            raise SpecError(f"{path}: {key} = {_show(v)}: must be a string")
         return v
     return v
 
 
 def _need(cond: bool, path: str, key: str, value, allowed: str) -> None:
     if not cond:
-        raise SpecError(f"{path}: {key} = {value!r}: {allowed}")
+        raise SpecError(f"{path}: {key} = {_show(value)}: {allowed}")
+
+
+def _show(value, limit: int = 120) -> str:
+    """A value as the spec's reader wrote it (repr), cut short if long."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
 def _reuse(path: str, section: str, values, build, keys: dict | None = None,
@@ -422,7 +496,8 @@ def _reuse(path: str, section: str, values, build, keys: dict | None = None,
         key = (keys or {}).get(e.field, e.field)
         value = getattr(values, key, e.value)
         note = unit if key != e.field else ""
-        raise SpecError(f"{path}: {section}.{key} = {value!r}: {e.allowed}{note}") from None
+        raise SpecError(f"{path}: {section}.{key} = {_show(value)}: {e.allowed}{note}") \
+            from None
 
 
 def validate(raw: dict, path: str) -> Spec:
@@ -432,22 +507,24 @@ def validate(raw: dict, path: str) -> Spec:
             raise SpecError(f"{path}: unknown key {k!r}; allowed: {', '.join(TOP_KEYS)}")
     name = raw.get("name", os.path.splitext(os.path.basename(path))[0])
     _need(isinstance(name, str) and name != "", path, "name", name, "must be a non-empty string")
-    sections = {k: _section(cls, raw.get(k, {}), k, path) for k, cls in SECTIONS.items()
-                if k != "run"}
+    _folder_name(name, path, "name")
+    _need(isinstance(raw.get("description", ""), str), path, "description",
+          raw.get("description"), "must be a string")
+    sc = _section(ScaleSpec, raw.get("scale", {}), "scale", path)
+    sections = {k: _section(cls, raw.get(k, {}), k, path, sc.dilation)
+                for k, cls in SECTIONS.items() if k != "run"}
     run_raw = raw.get("run", {})
     if not isinstance(run_raw, dict):
-        raise SpecError(f"{path}: [run] must be a table, got {run_raw!r}")
+        raise SpecError(f"{path}: [run] must be a table, got {_show(run_raw)}")
     run_raw = dict(run_raw)
     if isinstance(run_raw.get("seeds"), int) and not isinstance(run_raw.get("seeds"), bool):
-        _need(run_raw["seeds"] >= 1, path, "run.seeds", run_raw["seeds"],
-              "a count must be >= 1 (or give a list of seeds)")
+        _need(1 <= run_raw["seeds"] <= 10_000, path, "run.seeds", run_raw["seeds"],
+              "a count must be >= 1 (or give a list of seeds), and at most 10000")
         run_raw["seeds"] = list(range(1, run_raw["seeds"] + 1))
     run = _section(RunSpec, run_raw, "run", path)
 
-    sc, topo, sw, sy, dc, tr = (sections[k] for k in
-                                ("scale", "topology", "switch", "symphony", "dcqcn", "transport"))
-    _need(finite(sc.dilation) and 1e-3 <= sc.dilation <= 1e7, path, "scale.dilation",
-          sc.dilation, "must be > 0: a finite number in [0.001, 1e7]")
+    topo, sw, sy, dc, tr = (sections[k] for k in
+                            ("topology", "switch", "symphony", "dcqcn", "transport"))
     _need(topo.kind in TOPOLOGY_KINDS, path, "topology.kind", topo.kind,
           f"allowed: {', '.join(TOPOLOGY_KINDS)}")
     if topo.kind == "leafspine":
@@ -456,9 +533,6 @@ def validate(raw: dict, path: str) -> Spec:
     else:
         _reuse(path, "topology", topo, lambda: wiring.check_shape(1, 0, 1, topo.routing))
     _need(2 <= topo.hosts <= 254, path, "topology.hosts", topo.hosts, "must be in 2..254")
-    _need(finite(topo.link_rate_gbps) and 1e-3 <= topo.link_rate_gbps <= 1e4, path,
-          "topology.link_rate_gbps", topo.link_rate_gbps,
-          "must be > 0: a finite rate in [0.001, 10000] Gb/s")
     _need(topo.pods == 1 or topo.kind == "leafspine", path, "topology.pods", topo.pods,
           "several pods: leafspine only")
     _reuse(path, "topology", topo, lambda: wiring.check_pods(
@@ -482,6 +556,11 @@ def validate(raw: dict, path: str) -> Spec:
         mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every, rto_s=scale.time_s(tr.rto_us * 1e-6),
         nak_timeout_s=scale.time_s(tr.nak_timeout_us * 1e-6)),
         {"rto_s": "rto_us", "nak_timeout_s": "nak_timeout_us"}, " (µs, real scale)")
+    frame_us = tr.mtu_bytes * 8 / (topo.link_rate_gbps * 1e3)
+    for key in ("rto_us", "nak_timeout_us"):
+        _need(getattr(tr, key) >= frame_us, path, f"transport.{key}", getattr(tr, key),
+              f"must be >= {frame_us:.3g} µs, one {tr.mtu_bytes}-byte frame's time at "
+              f"{topo.link_rate_gbps:g} Gb/s (a shorter timer fires before a frame is sent)")
     schemes = run.schemes
     _need(isinstance(schemes, (list, tuple)) and len(schemes) > 0
           and all(s in SCHEMES for s in schemes), path, "run.schemes", schemes,
@@ -490,7 +569,10 @@ def validate(raw: dict, path: str) -> Spec:
     _need(isinstance(seeds, (list, tuple)) and len(seeds) > 0
           and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds), path,
           "run.seeds", seeds, "a list of integers or a count")
-    _need(run.timeout_s > 0, path, "run.timeout_s", run.timeout_s, "must be > 0")
+    bad = [s for s in seeds if not 0 <= s <= MAX_SEED]
+    _need(not bad, path, "run.seeds", seeds,
+          f"seed {bad[0] if bad else ''} out of range: seeds are integers in 0..{MAX_SEED} "
+          "(numpy's generators take no negative seed)")
     run = RunSpec(tuple(schemes), tuple(seeds), run.timeout_s)
 
     jobs_raw = raw.get("jobs", [])
@@ -507,8 +589,8 @@ def validate(raw: dict, path: str) -> Spec:
     _need(isinstance(jobs_raw, list) and (len(jobs_raw) > 0) != (len(msgs_raw) > 0), path,
           "jobs", jobs_raw, "give [[jobs]] (collectives) or [[messages]] (single flows), "
           "exactly one of the two")
-    messages = tuple(_validate_message(_section(MessageSpec, m, f"messages[{i}]", path),
-                                       f"messages[{i}]", path, topo)
+    messages = tuple(_validate_message(_section(MessageSpec, m, f"messages[{i}]", path,
+                                                sc.dilation), f"messages[{i}]", path, topo)
                      for i, m in enumerate(msgs_raw))
     keys = [(m.src, m.dst, m.job, m.channel, m.step) for m in messages]
     dup = next((k for k in keys if keys.count(k) > 1), None)
@@ -523,7 +605,7 @@ def validate(raw: dict, path: str) -> Spec:
             j = dict(j, hosts=tuple(j["hosts"]))
         if isinstance(j, dict) and isinstance(j.get("grid"), list):
             j = dict(j, grid=tuple(j["grid"]))
-        job = _section(JobSpec, j, where, path)
+        job = _section(JobSpec, j, where, path, sc.dilation)
         job = _validate_job(job, where, path, topo, tr)
         follows[job.id] = set()
         if job.after_job:
@@ -553,15 +635,27 @@ def validate(raw: dict, path: str) -> Spec:
           path, "variants", vs, 'a list of tables {name = "...", set = ["key=value", ...]}')
     names = [v["name"] for v in vs]
     _need(len(set(names)) == len(names), path, "variants", names, "variant names must differ")
+    for i, v in enumerate(names):
+        _folder_name(v, path, f"variants[{i}].name")
     perts_raw = raw.get("perturbations", [])
     _need(isinstance(perts_raw, list), path, "perturbations", perts_raw,
           "must be a list of [[perturbations]] tables")
-    perts = tuple(_validate_perturbation(_section(PerturbationSpec, p, f"perturbations[{i}]", path),
-                                         p, f"perturbations[{i}]", path, topo, jobs)
-                  for i, p in enumerate(perts_raw))
-    return Spec(name=name, path=path, description=str(raw.get("description", "")),
+    perts = tuple(_validate_perturbation(
+        _section(PerturbationSpec, p, f"perturbations[{i}]", path, sc.dilation),
+        p, f"perturbations[{i}]", path, topo, jobs) for i, p in enumerate(perts_raw))
+    spec = Spec(name=name, path=path, description=raw.get("description", ""),
                 jobs=tuple(jobs), messages=messages, perturbations=perts, run=run, raw=raw,
                 **sections)
+    return replace(spec, warnings=tuple(spec_timing.warnings(spec)))
+
+
+def _folder_name(name: str, path: str, key: str) -> None:
+    """``name`` becomes one folder of the output (``runs/out/<time>-<name>``, a sweep's
+    ``<out>/<variant>/``): one path component, printable, not hidden."""
+    bad = ("/" in name or "\\" in name or not name.isprintable() or name.startswith(".")
+           or len(name) > 100)
+    _need(not bad, path, key, name, "a folder name: 1..100 printable characters, no '/' or "
+          "'\\', not starting with '.' (it names the run's output folder)")
 
 
 def _validate_message(m: MessageSpec, where: str, path: str, topo: TopologySpec) -> MessageSpec:
@@ -572,7 +666,6 @@ def _validate_message(m: MessageSpec, where: str, path: str, topo: TopologySpec)
     _need(m.src != m.dst, path, f"{where}.dst", m.dst, "must differ from src")
     _need(isinstance(m.bytes, int) and 1 <= m.bytes <= 1 << 30, path, f"{where}.bytes", m.bytes,
           "must be in 1..2**30")
-    _need(m.start_ms >= 0, path, f"{where}.start_ms", m.start_ms, "must be >= 0")
     _need(1 <= m.job <= 0x7FFF, path, f"{where}.job", m.job, "must be in 1..32767")
     _need(0 <= m.step <= 0xFFFF, path, f"{where}.step", m.step, "must be in 0..65535")
     _need(0 <= m.channel <= 0xFF, path, f"{where}.channel", m.channel, "must be in 0..255")
@@ -607,26 +700,18 @@ def _validate_perturbation(p: PerturbationSpec, raw: dict, where: str, path: str
         if v:
             _need(v in hosts, path, f"{where}.{key}", v,
                   f"unknown host; this topology has {hosts[0]}..{hosts[-1]}")
-    if p.kind == "imbalance":
-        _need(p.ratio >= 1.0, path, f"{where}.ratio", p.ratio, "must be >= 1 (a slower hop)")
     if p.kind == "background":
         _need(p.src != p.dst, path, f"{where}.dst", p.dst, "must differ from src")
         _need(0 < p.rate_gbps <= topo.link_rate_gbps, path, f"{where}.rate_gbps", p.rate_gbps,
               f"must be in (0, link rate {topo.link_rate_gbps}]")
-        _need(p.duration_ms > 0 and p.start_ms >= 0, path, f"{where}.duration_ms",
-              p.duration_ms, "need duration_ms > 0 and start_ms >= 0")
     if p.kind == "link_down":
-        _need(p.at_ms >= 0, path, f"{where}.at_ms", p.at_ms, "must be >= 0")
         _need(p.up_ms < 0 or p.up_ms > p.at_ms, path, f"{where}.up_ms", p.up_ms,
               "must be after at_ms")
     if p.kind == "straggler":
-        _need(p.delay_us > 0, path, f"{where}.delay_us", p.delay_us, "must be > 0")
         _need(any(p.host in _job_hosts(j, topo) for j in jobs), path, f"{where}.host", p.host,
               "is in no job")
     if p.kind == "loss":
         _need(0 < p.fraction < 1, path, f"{where}.fraction", p.fraction, "must be in (0, 1)")
-    if p.kind == "symphony_late_start":
-        _need(p.at_ms >= 0, path, f"{where}.at_ms", p.at_ms, "must be >= 0")
     return p
 
 
@@ -693,9 +778,10 @@ def _validate_job(job: JobSpec, where: str, path: str, topo: TopologySpec,
     _need(size <= 1 << 30, path, f"{where}.{key}", size, "must be <= 1 GiB")
     _need(isinstance(job.passes, int) and 1 <= job.passes <= 10_000, path, f"{where}.passes",
           job.passes, "must be in 1..10000")
-    _need(job.compute_gap_us >= 0, path, f"{where}.compute_gap_us", job.compute_gap_us,
-          "must be >= 0")
-    _need(job.start_ms >= 0, path, f"{where}.start_ms", job.start_ms, "must be >= 0")
+    per_rank = size if key == "size_bytes" else size * len(hosts)    # chunks <= ranks
+    _need(per_rank * job.passes <= MAX_BYTES_PER_RANK, path, f"{where}.passes", job.passes,
+          f"passes x bytes per rank = {job.passes} x {per_rank} B is more than 2**36 B "
+          "(64 GiB), the most one rank may move in a run")
     return job
 
 
@@ -712,10 +798,4 @@ def _validate_workload(job: JobSpec, where: str, path: str) -> JobSpec:
     _need(isinstance(job.iterations, int) and not isinstance(job.iterations, bool)
           and 1 <= job.iterations <= 1000, path, f"{where}.iterations", job.iterations,
           "must be in 1..1000")
-    _need(0 < job.gradient_scale <= 1, path, f"{where}.gradient_scale", job.gradient_scale,
-          "must be in (0, 1]")
-    _need(job.bucket_mb > 0, path, f"{where}.bucket_mb", job.bucket_mb, "must be > 0")
-    _need(job.compute_speedup > 0, path, f"{where}.compute_speedup", job.compute_speedup,
-          "must be > 0")
-    _need(job.start_ms >= 0, path, f"{where}.start_ms", job.start_ms, "must be >= 0")
-    return job
+    return job           # gradient_scale, bucket_mb, compute_speedup: their Range

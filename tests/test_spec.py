@@ -255,9 +255,9 @@ BAD = [
     ("servers-above-pods", [("topology.servers", 2)], (),
      ["topology.servers = 2", "must be in 1..pods (1): whole pods go to one server each"]),
     ("rto-0", [("transport.rto_us", 0)], (),
-     ["transport.rto_us = 0.0", "must be > 0 (µs, real scale)"]),
+     ["transport.rto_us = 0.0", "must be > 0: a finite time in (0,", "µs at real scale"]),
     ("nak-timeout-negative", [("transport.nak_timeout_us", -5)], (),
-     ["transport.nak_timeout_us = -5.0", "must be > 0 (µs, real scale)"]),
+     ["transport.nak_timeout_us = -5.0", "must be > 0: a finite time in (0,", "µs at real scale"]),
     # jobs: sizes, counts
     ("passes-0", [("jobs.0.passes", 0)], (), ["jobs[0].passes = 0", "must be in 1..10000"]),
     ("chunk-not-multiple-of-4", [("jobs.0.chunk_bytes", 4094)], (),
