@@ -34,19 +34,27 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from dataclasses import replace
 
 from switch_agent.fidelity import PortFidelity
 from switch_agent.kernel_queues import KernelQueues
 from switch_agent.nfqueue import NfQueue, queue_stats
-from hosts.config import to_dict
+from hosts.config import ConfigError, check, to_dict
 from switch_agent.config import AgentConfig
+from switch_agent.control import MAX_DATAGRAM_BYTES, SYMPHONY_KEYS, CommandError, parse_command
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
 from switch_agent.symphony import SymphonyTracker, WindowRecord
 from hosts.telemetry import Telemetry
 
-SYMPHONY_KEYS = ("k", "tau", "t_win_s", "n_warmup", "n_sample")   # live-reconfigurable
+MAX_LOGGED_CHARS = 200        # of a rejected datagram, in its telemetry record
+
+
+def _logged(data: bytes) -> str:
+    """A rejected datagram as its telemetry record keeps it: text, cut short."""
+    text = data[:MAX_LOGGED_CHARS].decode("utf-8", errors="replace")
+    return text + ("..." if len(data) > MAX_LOGGED_CHARS else "")
 
 
 class Agent:
@@ -67,6 +75,7 @@ class Agent:
         self.running = True
         self.nfq: NfQueue | None = None
         self.ctl: socket.socket | None = None
+        self.control_errors = 0          # commands that hit a bug (see control())
 
     # --- telemetry --------------------------------------------------------------
     def _window(self, rec: WindowRecord, marks_red: int, marks_symphony: int) -> None:
@@ -119,61 +128,85 @@ class Agent:
                 "fidelity": {self.pipeline.ports[i].name: f.summary()
                              for i, f in self.fidelity.items()},
                 "nfqueue": {**queue_stats(self.cfg.queue_num),
-                            "agent_enobufs": self.nfq.enobufs if self.nfq else 0}}
+                            "agent_enobufs": self.nfq.enobufs if self.nfq else 0},
+                "control_errors": self.control_errors}
 
     # --- control ---------------------------------------------------------------
-    def _command(self, cmd: dict) -> dict:
-        kind = cmd.get("cmd")
+    def _command(self, kind: str, args: dict) -> dict:
+        """Apply one command of ``switch_agent.control.parse_command``'s shape. Every value
+        is checked by building the typed config that owns its range before anything
+        changes (ConfigError names the key, the value and what is allowed)."""
         if kind == "stats":
             return {"ok": True, **self.stats()}
         if kind == "symphony":
-            params = {k: cmd[k] for k in SYMPHONY_KEYS if k in cmd}
-            unknown = set(cmd) - set(SYMPHONY_KEYS) - {"cmd", "enabled"}
-            if unknown:
-                raise ValueError(f"unknown symphony keys {sorted(unknown)}; "
-                                 f"allowed: enabled, {', '.join(SYMPHONY_KEYS)}")
+            params = {k: args[k] for k in SYMPHONY_KEYS if k in args}
+            replace(self.pipeline.tracker.params, **params)          # the checks
+            enabled = args.get("enabled")
+            check(enabled is None or isinstance(enabled, bool), "enabled", enabled,
+                  "must be true or false")
             self.pipeline.tracker.configure(**params)
-            if "enabled" in cmd:
-                self.pipeline.set_symphony(bool(cmd["enabled"]))
+            if enabled is not None:
+                self.pipeline.set_symphony(enabled)
             return {"ok": True, "enabled": self.pipeline.symphony_enabled, **params}
         if kind == "red":
-            changes = {k: v for k, v in cmd.items() if k != "cmd"}
-            self.pipeline.red = replace(self.pipeline.red, **changes)
+            self.pipeline.red = replace(self.pipeline.red, **args)
             return {"ok": True, **to_dict(self.pipeline.red)}
         if kind == "port_rate":
-            port = next((i for i, p in self.pipeline.ports.items() if p.name == cmd.get("port")),
-                        None)
-            if port is None:
-                raise ValueError(f"unknown port {cmd.get('port')!r}; ports: "
-                                 f"{', '.join(p.name for p in self.pipeline.ports.values())}")
-            rate = float(cmd["rate_bps"])
+            name = args["port"]
+            port = next((i for i, p in self.pipeline.ports.items() if p.name == name), None)
+            check(port is not None, "port", name,
+                  f"must be a port of {self.cfg.switch}: "
+                  f"{', '.join(self.cfg.ports) or 'it has none'}")
+            rate = float(replace(self.cfg.ports[name], rate_bps=args["rate_bps"]).rate_bps)
             self.pipeline.ports[port].queue.set_rate(rate, time.monotonic())
             self.fidelity[port].rate_bps = rate
-            return {"ok": True, "port": cmd["port"], "rate_bps": rate}
+            return {"ok": True, "port": name, "rate_bps": rate}
         if kind == "drop_fraction":
-            self.pipeline.set_drop_fraction(float(cmd["value"]))
+            value = replace(self.cfg, drop_fraction=args["value"]).drop_fraction
+            self.pipeline.set_drop_fraction(float(value))
             return {"ok": True, "drop_fraction": self.pipeline.drop_fraction}
-        raise ValueError(f"unknown command {kind!r}; allowed: stats, symphony, red, port_rate, "
-                         "drop_fraction")
+        raise CommandError(f"{kind}: not implemented")     # COMMANDS names one more
+
+    def control(self, data: bytes) -> tuple[object, dict]:
+        """One datagram -> (what to log as the command, the reply). Never raises: this is
+        the one dispatch point, and nothing a sender writes may end the agent loop."""
+        kind = None
+        try:
+            kind, args = parse_command(data)
+            return {"cmd": kind, **args}, self._command(kind, args)
+        except (CommandError, ConfigError) as e:
+            where = f"{kind}: " if kind and isinstance(e, ConfigError) else ""
+            return _logged(data), {"ok": False, "error": where + str(e)[:500]}
+        except Exception as e:       # a bug, not the sender's fault: answer, log, go on
+            self.control_errors += 1
+            self.telemetry.write({"type": "control_error", "t_s": time.monotonic(),
+                                  "command": _logged(data), "error": repr(e)[:500],
+                                  "traceback": traceback.format_exc(limit=8)[-4000:]})
+            return _logged(data), {"ok": False,
+                                   "error": f"internal error {type(e).__name__}: {str(e)[:200]}"}
 
     def _serve_control(self) -> None:
         try:
-            data, peer = self.ctl.recvfrom(65536)
-        except BlockingIOError:
+            data, _, flags, peer = self.ctl.recvmsg(MAX_DATAGRAM_BYTES)
+        except (BlockingIOError, InterruptedError):
             return
-        try:
-            cmd = json.loads(data)
-            reply = self._command(cmd)
-        except (ValueError, TypeError, KeyError) as e:
-            cmd, reply = data.decode(errors="replace"), {"ok": False, "error": str(e)}
-        if not (isinstance(cmd, dict) and cmd.get("cmd") == "stats"):
+        except OSError as e:
+            self.telemetry.write({"type": "control_error", "t_s": time.monotonic(),
+                                  "error": f"recv: {e!r}"})
+            return
+        if flags & socket.MSG_TRUNC:
+            cmd, reply = _logged(data), {"ok": False, "error": "a command is at most "
+                                         f"{MAX_DATAGRAM_BYTES} bytes; this one is longer"}
+        else:
+            cmd, reply = self.control(data)
+        if not (reply.get("ok") and isinstance(cmd, dict) and cmd.get("cmd") == "stats"):
             self.telemetry.write({"type": "control", "t_s": time.monotonic(), "command": cmd,
                                   "reply": reply})
         if peer:
             try:
                 self.ctl.sendto(json.dumps(reply).encode(), peer)
             except OSError:
-                pass
+                pass                 # the sender went away, or its buffer is full
 
     # --- main loop --------------------------------------------------------------
     def run(self) -> int:

@@ -16,6 +16,12 @@ from switch_agent.schemes import SCHEMES
 
 TRACKING = ("job", "ring")
 T_WIN_S = 100e-6            # Symphony's window at real scale (paper §4.1); the spec's default
+# Emulated bounds of what one agent can do. The agent handles a packet in microseconds, so
+# a shorter window would close on every packet (and 1e-300 s overflows the window index);
+# a port's rate below 1 kbit/s never drains a frame in a run, above 1 Tbit/s is ~1000x what
+# a Python agent forwards.
+MIN_T_WIN_S = 1e-6
+MIN_RATE_BPS, MAX_RATE_BPS = 1e3, 1e12
 
 
 @dataclass(frozen=True)
@@ -50,12 +56,12 @@ class SymphonyParams(Codec):
     def __post_init__(self):
         check(finite(self.k) and self.k >= 0, "k", self.k, "must be >= 0")
         check(finite(self.tau) and 0 <= self.tau <= 1, "tau", self.tau, "must be in [0, 1]")
-        check(finite(self.t_win_s) and self.t_win_s > 0, "t_win_s", self.t_win_s,
-              "must be > 0")
+        check(finite(self.t_win_s) and self.t_win_s >= MIN_T_WIN_S, "t_win_s", self.t_win_s,
+              f"must be a time >= {MIN_T_WIN_S:g} s (emulated)")
         for name in ("n_warmup", "n_sample"):
             v = getattr(self, name)
             check(isinstance(v, int) and not isinstance(v, bool) and v >= 0, name, v,
-                  "must be >= 0")
+                  "must be an integer >= 0")
         check(self.tracking in TRACKING, "tracking", self.tracking,
               f"allowed: {', '.join(TRACKING)}")
 
@@ -67,8 +73,9 @@ class PortParams(Codec):
     burst_bytes: float = 0.0      # the port shaper's token bucket (HTB burst)
 
     def __post_init__(self):
-        check(finite(self.rate_bps) and self.rate_bps > 0, "rate_bps", self.rate_bps,
-              "must be a finite rate > 0")
+        check(finite(self.rate_bps) and MIN_RATE_BPS <= self.rate_bps <= MAX_RATE_BPS,
+              "rate_bps", self.rate_bps,
+              f"must be a rate in {MIN_RATE_BPS:g}..{MAX_RATE_BPS:g} bit/s (emulated)")
 
 
 @dataclass(frozen=True)

@@ -404,7 +404,9 @@ class FabricSwitch(Switch):
             ports[intf] = PortParams(rate, self.buffer_bytes, L2_BURST_BYTES)  # pq too: one
                                                                             # parent bucket
         cmds += self.route_commands()
-        cmds.append("iptables -w -A FORWARD -j NFQUEUE --queue-num 0")
+        # --queue-bypass: with no agent bound to the queue (not yet started, or dead) the
+        # kernel forwards unmarked instead of dropping everything (docs/architecture.md §5)
+        cmds.append("iptables -w -A FORWARD -j NFQUEUE --queue-num 0 --queue-bypass")
         unknown = set(self.port_rate_bps) - set(ports)
         if unknown:
             raise ValueError(f"{self.name}: port_rate_bps names unknown interfaces "
