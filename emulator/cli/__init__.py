@@ -76,7 +76,26 @@ def _load_spec(args):
     except SpecError as e:
         print(f"symphony-emu {args.command}: {e}", file=sys.stderr)
         return None
+    _print_warnings(args.command, spec)
     return spec
+
+
+def _print_warnings(command: str, spec) -> None:
+    for w in spec.warnings:
+        print(f"symphony-emu {command}: warning: {spec.path}: {w}", file=sys.stderr)
+
+
+def _fits(command: str, spec, scheme: str, seed: int, force: bool, label: str = "") -> bool:
+    """The size guard (emulator.launch.capacity): False, saying why, if this machine
+    cannot emulate the spec; ``force`` (--force-size) skips it."""
+    if force:
+        return True
+    from emulator.launch import capacity
+    why = capacity.check(spec, scheme, seed)
+    for w in why:
+        print(f"symphony-emu {command}: {spec.path}{label}: too large for this machine: {w}; "
+              "--force-size runs it anyway", file=sys.stderr)
+    return not why
 
 
 def _cmd_validate(args) -> int:
@@ -148,6 +167,8 @@ def _cmd_run(args) -> int:
               file=sys.stderr)
         return 2
     seeds = list(range(1, args.seeds + 1)) if args.seeds else list(spec.run.seeds)
+    if not _fits("run", spec, schemes[0], seeds[0], args.force_size):
+        return 2
     out = _out_dir(args.out, spec.name)
     if os.path.exists(out) and os.listdir(out):
         print(f"symphony-emu run: {out} exists and is not empty; choose another --out",
@@ -196,6 +217,7 @@ def _cmd_predict(args) -> int:
     except SpecError as e:
         print(f"symphony-emu predict: {e}", file=sys.stderr)
         return 2
+    _print_warnings("predict", spec)
     schemes = args.scheme or list(MODEL_SCHEMES)
     bad = [s for s in schemes if s not in MODEL_SCHEMES]
     if bad:
@@ -236,12 +258,19 @@ def _cmd_sweep(args) -> int:
         print("symphony-emu sweep: needs root (network namespaces, iptables); "
               "--backend fluid does not", file=sys.stderr)
         return 2
+    from emulator.spec import load
     try:
-        sweep.points(args.spec, args.param or [], args.set or [], args.variant)
+        pts = sweep.points(args.spec, args.param or [], args.set or [], args.variant)
+        specs = [(label, load(args.spec, sets)) for label, sets in pts]   # each point valid
     except (SpecError, ValueError) as e:
         print(f"symphony-emu sweep: {e}", file=sys.stderr)
         return 2
-    from emulator.spec import load
+    for label, spec in specs:
+        _print_warnings("sweep", spec)
+        if args.backend == "emulation" and not _fits(
+                "sweep", spec, (args.scheme or spec.run.schemes)[0], spec.run.seeds[0],
+                args.force_size, f" ({label})"):
+            return 2
     out = _out_dir(args.out, load(args.spec).name + "-sweep")
     os.makedirs(out, exist_ok=True)
     print(f"symphony-emu sweep: -> {out} (run again with --out {out} to resume)")
@@ -268,6 +297,8 @@ def _cmd_cli(args) -> int:
     if args.script and not os.path.isfile(args.script):
         print(f"symphony-emu cli: --script {args.script}: no such file", file=sys.stderr)
         return 2
+    if not _fits("cli", spec, args.scheme, args.seed, args.force_size):
+        return 2
     from emulator.cli import live
     return live.run_cli(spec, args.scheme, args.seed, args.out, args.script)
 
@@ -291,6 +322,10 @@ def _cmd_report(args) -> int:
     return 0
 
 
+FORCE_SIZE_HELP = ("run even a spec larger than this machine emulates (hosts, processes, "
+                   "memory: emulator/launch/capacity.py)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="symphony-emu", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -301,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--scheme", help=f"run only this scheme ({', '.join(SCHEMES)})")
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a spec value, e.g. --set symphony.k=0.001 (repeatable)")
+    r.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
     r.set_defaults(func=_cmd_run, needs_root=True)
     sw = sub.add_parser("sweep", help="run a spec over its [[variants]] and/or --param grids, "
                                       "resumable, into one table")
@@ -318,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="emulation (default, root) or fluid: the flow-level model, "
                          "schemes baseline, ideal-priority, pq (no root, seconds)")
     sw.add_argument("--no-plots", action="store_true", help="tables only")
+    sw.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
     sw.set_defaults(func=_cmd_sweep, needs_root=False)       # emulation checks it itself
     c = sub.add_parser("cli", help="open Mininet's CLI on a spec's fabric, with commands to "
                                    "start jobs, switch Symphony, perturb, read stats, plot")
@@ -329,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a spec value (repeatable)")
     c.add_argument("--script", help="run the CLI commands in this file, then exit")
+    c.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
     c.set_defaults(func=_cmd_cli, needs_root=True)
     pr = sub.add_parser("predict", help="run a spec in the flow-level model (max-min fluid "
                                         "flows on the same plan; no root, seconds)")

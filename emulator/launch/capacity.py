@@ -1,0 +1,120 @@
+"""The size guard: whether this machine can emulate a run plan — hosts, processes,
+memory — asked before anything starts (``symphony-emu run``, ``sweep``, ``cli``; the
+flow-level model of ``predict`` runs any size). ``--force-size`` skips it.
+
+The figures come from the scale benchmark (``benchmarks/scale.py``, README "Scale"), on
+this kind of machine (2 cores):
+
+* **hosts**: 64 hosts were the most it emulated faithfully (at D = 16000; 32 hosts at
+  D = 4000), and the limit is the CPUs, so :data:`HOSTS_PER_CORE` = 32 per core.
+* **memory**: a host process peaked at 67 MB resident and so did a switch agent, from 8
+  to 64 hosts (:data:`PROCESS_MB`). A rank also holds its collective's buffers: its own,
+  the expected result, and every source rank's input while that result is computed
+  (``hosts/collectives/expected.py``): (ring members + 4) x its bytes (measured: 82 MB
+  for 16 members of 4 MB, ``hosts.rank.build``). Each Mininet
+  node is a shell of a few MB (:data:`SHELL_MB`). All of it must fit in
+  :data:`MEMORY_SHARE` of what the kernel reports available (``MemAvailable`` in
+  ``/proc/meminfo``), which counts what other runs on the machine already use.
+* **processes**: one shell per node, one process per busy host and per switch, two
+  iperf3 per background flow; they must fit in the user's process limit
+  (``RLIMIT_NPROC``) when there is one.
+
+Pure except :func:`this_machine`, which reads the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import dataclass
+
+from emulator import plan as planning
+from emulator.perturbations import Background
+
+HOSTS_PER_CORE = 32          # benchmarks/scale.py: 64 hosts faithful on 2 cores
+PROCESS_MB = 67              # benchmarks/scale.py: peak RSS of a host process, of an agent
+SHELL_MB = 4                 # a Mininet node's bash (measured: 2.2 MB without a prompt)
+MEMORY_SHARE = 0.8           # of MemAvailable; the rest for the kernel and Mininet
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Machine:
+    cpus: int
+    mem_available_bytes: int
+    max_processes: int | None = None     # RLIMIT_NPROC, None: unlimited
+
+
+@dataclass(frozen=True)
+class Demand:
+    nodes: int               # Mininet hosts + switches (a namespace shell each)
+    hosts: int               # hosts of the topology
+    processes: int
+    memory_bytes: int
+    buffer_bytes: int        # of that, the ranks' collective buffers
+
+
+def demand(plan) -> Demand:
+    """What a compiled run plan (``emulator.plan.compile``) needs of the machine."""
+    hosts = plan.fabric.leaves * plan.fabric.pods * plan.fabric.hosts_per_leaf
+    nodes = hosts + len(plan.agents)
+    backgrounds = sum(1 for t in plan.perturbations
+                      if isinstance(t.what, Background) and not t.undo)
+    processes = nodes + len(plan.hosts) + len(plan.agents) + 2 * backgrounds
+    buffers = sum((_members(r.group) + 4) * _largest_bytes(r)
+                  for cfg in plan.hosts.values() for r in cfg.ranks)
+    memory = (nodes * SHELL_MB + (len(plan.hosts) + len(plan.agents)) * PROCESS_MB) * MB \
+        + buffers
+    return Demand(nodes, hosts, processes, memory, buffers)
+
+
+def refusals(d: Demand, m: Machine) -> list[str]:
+    """Why this machine cannot emulate ``d`` (empty: it can), each naming the limit and
+    where it comes from."""
+    out = []
+    max_hosts = HOSTS_PER_CORE * m.cpus
+    if d.hosts > max_hosts:
+        out.append(f"{d.hosts} hosts: more than the {max_hosts} this machine emulates "
+                   f"faithfully ({HOSTS_PER_CORE} per core x {m.cpus} cores; the scale "
+                   "benchmark, benchmarks/scale.py, measured 64 hosts faithful on 2 cores)")
+    budget = MEMORY_SHARE * m.mem_available_bytes
+    if d.memory_bytes > budget:
+        out.append(f"needs about {d.memory_bytes / MB:,.0f} MB ({d.processes} processes: "
+                   f"{PROCESS_MB} MB per host process and per switch agent as the scale "
+                   f"benchmark measured, {SHELL_MB} MB per node shell, plus "
+                   f"{d.buffer_bytes / MB:,.0f} MB of collective buffers), more than "
+                   f"{MEMORY_SHARE:.0%} of the {m.mem_available_bytes / MB:,.0f} MB "
+                   "available (MemAvailable, /proc/meminfo)")
+    if m.max_processes is not None and d.processes > m.max_processes:
+        out.append(f"{d.processes} processes: more than this user's limit of "
+                   f"{m.max_processes} (RLIMIT_NPROC)")
+    return out
+
+
+def this_machine() -> Machine:
+    avail_kb = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                avail_kb = int(line.split()[1])
+    soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+    return Machine(cpus=len(os.sched_getaffinity(0)), mem_available_bytes=avail_kb * 1024,
+                   max_processes=None if soft == resource.RLIM_INFINITY else soft)
+
+
+def check(spec, scheme: str, seed: int, machine: Machine | None = None) -> list[str]:
+    """:func:`refusals` of ``spec``'s plan for ``scheme`` and ``seed`` on this machine."""
+    m = machine or this_machine()
+    hosts = len(spec.topology.host_names)
+    if hosts > HOSTS_PER_CORE * m.cpus:          # a huge fabric: refused before compiling
+        return refusals(Demand(hosts, hosts, hosts, 0, 0), m)
+    return refusals(demand(planning.compile(spec, scheme, seed)), m)
+
+
+def _members(group) -> int:
+    """Ranks in a rank's group: a ring (ids) or a grid's rows (tuples of ids)."""
+    return sum(len(x) if isinstance(x, tuple) else 1 for x in group)
+
+
+def _largest_bytes(rank) -> int:
+    return max(c[0] for c in rank.program) if rank.program else rank.nbytes

@@ -1,0 +1,136 @@
+"""The size guard (emulator/launch/capacity.py): a spec larger than the machine can
+emulate is refused before anything starts, naming the limit and where it comes from;
+``--force-size`` overrides it; ``predict`` never asks."""
+
+import os
+
+import pytest
+
+from emulator import cli
+from emulator import plan as planning
+from emulator.launch import capacity
+from emulator.spec import load
+
+MAIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TABLE1 = os.path.join(MAIN, "runs", "table1.toml")
+MB = 1 << 20
+TWO_CORES = capacity.Machine(cpus=2, mem_available_bytes=24_000 * MB)
+
+
+def test_table1s_demand_counts_every_process_and_buffer():
+    plan = planning.compile(load(TABLE1), "symphony", 1)
+    d = capacity.demand(plan)
+    # 16 hosts + 8 switches: 24 shells, 16 host processes, 8 agents
+    assert (d.nodes, d.hosts, d.processes) == (24, 16, 48)
+    # 4 rail rings of 4: a rank's buffer is 4 chunks of 256 KB; (4 + 4) of them per rank
+    assert d.buffer_bytes == 16 * (4 + 4) * 4 * 262144
+    assert d.memory_bytes == (24 * 4 + 24 * 67) * MB + d.buffer_bytes
+    assert capacity.refusals(d, TWO_CORES) == []
+
+
+def test_a_background_flow_adds_two_iperf3_processes():
+    spec = load(TABLE1, ['perturbations=[{kind="background", src="h0", dst="h5", '
+                         'rate_gbps=1.0, start_ms=0.0, duration_ms=1.0}]'])
+    assert capacity.demand(planning.compile(spec, "symphony", 1)).processes == 50
+
+
+def test_more_hosts_than_32_per_core_are_refused_naming_the_benchmark():
+    assert capacity.check(load(TABLE1, ["topology.leaves=16"]), "symphony", 1, TWO_CORES) == []
+    (why,) = capacity.check(load(TABLE1, ["topology.leaves=17"]), "symphony", 1, TWO_CORES)
+    assert why == ("68 hosts: more than the 64 this machine emulates faithfully (32 per core "
+                   "x 2 cores; the scale benchmark, benchmarks/scale.py, measured 64 hosts "
+                   "faithful on 2 cores)")
+    four = capacity.Machine(cpus=4, mem_available_bytes=24_000 * MB)
+    assert capacity.check(load(TABLE1, ["topology.leaves=17"]), "symphony", 1, four) == []
+
+
+def test_a_1000_host_spec_is_refused_without_compiling_its_plan(monkeypatch):
+    monkeypatch.setattr(planning, "compile", lambda *a: pytest.fail("compiled"))
+    spec = load(TABLE1, ["topology.leaves=125", "topology.hosts_per_leaf=8"])
+    (why,) = capacity.check(spec, "symphony", 1, TWO_CORES)
+    assert why.startswith("1000 hosts: more than the 64")
+
+
+def test_memory_beyond_80_percent_of_memavailable_is_refused_with_the_sums():
+    spec = load(TABLE1, ["jobs.0.chunk_bytes=67108864", "jobs.0.passes=1"])   # 64 MiB
+    d = capacity.demand(planning.compile(spec, "symphony", 1))
+    assert d.buffer_bytes == 16 * 8 * 4 * 64 * MB                 # 32 GiB
+    (why,) = capacity.refusals(d, TWO_CORES)
+    assert why.startswith(f"needs about {d.memory_bytes / MB:,.0f} MB (48 processes: 67 MB "
+                          "per host process and per switch agent as the scale benchmark "
+                          "measured, 4 MB per node shell, plus 32,768 MB of collective buffers)")
+    assert why.endswith("more than 80% of the 24,000 MB available (MemAvailable, /proc/meminfo)")
+    big = capacity.Machine(cpus=2, mem_available_bytes=64_000 * MB)
+    assert capacity.refusals(d, big) == []
+
+
+def test_a_process_limit_is_a_refusal():
+    d = capacity.demand(planning.compile(load(TABLE1), "symphony", 1))
+    tight = capacity.Machine(cpus=2, mem_available_bytes=24_000 * MB, max_processes=40)
+    assert capacity.refusals(d, tight) == ["48 processes: more than this user's limit of 40 "
+                                           "(RLIMIT_NPROC)"]
+
+
+def test_this_machine_reads_meminfo_and_the_cpus_it_may_use():
+    m = capacity.this_machine()
+    assert m.cpus == len(os.sched_getaffinity(0)) >= 1
+    with open("/proc/meminfo") as f:
+        total_kb = next(int(x.split()[1]) for x in f if x.startswith("MemTotal:"))
+    assert 0 < m.mem_available_bytes <= total_kb * 1024
+
+
+# --- the command line -------------------------------------------------------------------
+
+@pytest.fixture
+def as_root(monkeypatch):
+    """The command line as root on a 2-core machine with 24 GB free; a run that would
+    start exits with code 99 instead (and is recorded)."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(capacity, "this_machine", lambda: TWO_CORES)
+    from emulator.launch import runner
+    started = []
+    monkeypatch.setattr(runner, "run_one", lambda *a, **k: started.append(a) or
+                        (_ for _ in ()).throw(SystemExit(99)))
+    return started
+
+
+def test_run_refuses_a_too_large_spec_before_anything_starts(tmp_path, capsys, as_root):
+    out = tmp_path / "out"
+    code = cli.main(["run", TABLE1, "--set", "topology.leaves=17", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and as_root == [] and not out.exists()
+    assert err == (f"symphony-emu run: {TABLE1}: too large for this machine: 68 hosts: more "
+                   "than the 64 this machine emulates faithfully (32 per core x 2 cores; the "
+                   "scale benchmark, benchmarks/scale.py, measured 64 hosts faithful on 2 "
+                   "cores); --force-size runs it anyway\n")
+
+
+def test_force_size_runs_it_anyway(tmp_path, as_root):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["run", TABLE1, "--set", "topology.leaves=17", "--force-size",
+                  "--out", str(tmp_path / "out")])
+    assert e.value.code == 99 and len(as_root) == 1           # the runner was called
+
+
+def test_sweep_refuses_the_point_that_is_too_large(tmp_path, capsys, as_root):
+    code = cli.main(["sweep", TABLE1, "--param", "topology.leaves=2,17",
+                     "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and as_root == [] and not (tmp_path / "out").exists()
+    assert f"{TABLE1} (topology.leaves=17): too large for this machine: 68 hosts" in err
+
+
+def test_sweep_names_a_bad_point_instead_of_a_traceback(tmp_path, capsys, as_root):
+    code = cli.main(["sweep", TABLE1, "--param", "scale.dilation=2000,inf",
+                     "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"symphony-emu sweep: {TABLE1}: scale.dilation = inf: must be > 0")
+
+
+def test_predict_has_no_size_guard(tmp_path, capsys, as_root, monkeypatch):
+    from emulator.launch import predict
+    monkeypatch.setattr(predict, "run_predict", lambda *a: (_ for _ in ()).throw(SystemExit(98)))
+    with pytest.raises(SystemExit) as e:
+        cli.main(["predict", TABLE1, "--set", "topology.leaves=32", "--out", str(tmp_path / "p")])
+    assert e.value.code == 98 and "too large" not in capsys.readouterr().err
