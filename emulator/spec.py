@@ -139,6 +139,7 @@ MAX_RUN_S = 1e6          # emulated seconds (11.6 days): the longest run, and so
                          # any time of a spec may dilate to (time.sleep overflows at ~9e9)
 MAX_SEED = 2**32 - 1     # numpy's legacy seeding takes 32 bits
 MAX_BYTES_PER_RANK = 1 << 36   # passes x bytes of a rank over a run: 64 GiB
+MAX_PASSES = 10_000
 MAX_MESSAGE_CHARS = 2000
 
 
@@ -407,13 +408,7 @@ def apply_override(raw: dict, item: str, path: str = "--set") -> None:
     if "=" not in item:
         raise SpecError(f"--set {item!r}: expected key=value, e.g. symphony.k=0.001")
     key, text = item.split("=", 1)
-    text = text.strip()
-    try:
-        value = specfile.parse(f"v = {text}", f"--set {key.strip()}: ")["v"]
-    except specfile.UnreadableSpec as e:
-        if "not valid TOML" not in str(e):
-            raise SpecError(str(e)) from None
-        value = text                      # a bare word: take it as a string
+    value = parse_value(text, f"--set {key.strip()}")
     parts = key.strip().split(".")
     node = raw
     for i, p in enumerate(parts[:-1]):
@@ -432,6 +427,18 @@ def apply_override(raw: dict, item: str, path: str = "--set") -> None:
     if isinstance(node, list):
         raise SpecError(f"--set {key}: give an index into {'.'.join(parts[:-1])}")
     node[last] = value
+
+
+def parse_value(text: str, what: str):
+    """A value written after ``key=`` (``--set``, the live CLI), read as TOML would read
+    it: numbers, true/false, strings, arrays, inline tables; a bare word is a string."""
+    text = text.strip()
+    try:
+        return specfile.parse(f"v = {text}", f"{what}: ")["v"]
+    except specfile.UnreadableSpec as e:
+        if "not valid TOML" not in str(e):
+            raise SpecError(str(e)) from None
+        return text
 
 
 def _section(cls, data, where: str, path: str, dilation: float = DEFAULT_DILATION):
@@ -776,13 +783,23 @@ def _validate_job(job: JobSpec, where: str, path: str, topo: TopologySpec,
     _need(isinstance(size, int) and not isinstance(size, bool) and size >= 4 and size % 4 == 0,
           path, f"{where}.{key}", size, "must be a positive multiple of 4 bytes")
     _need(size <= 1 << 30, path, f"{where}.{key}", size, "must be <= 1 GiB")
-    _need(isinstance(job.passes, int) and 1 <= job.passes <= 10_000, path, f"{where}.passes",
-          job.passes, "must be in 1..10000")
-    per_rank = size if key == "size_bytes" else size * len(hosts)    # chunks <= ranks
-    _need(per_rank * job.passes <= MAX_BYTES_PER_RANK, path, f"{where}.passes", job.passes,
-          f"passes x bytes per rank = {job.passes} x {per_rank} B is more than 2**36 B "
-          "(64 GiB), the most one rank may move in a run")
+    why = passes_error(job, job.passes, topo)
+    _need(why is None, path, f"{where}.passes", job.passes, why)
     return job
+
+
+def passes_error(job: JobSpec, passes, topo: TopologySpec) -> str | None:
+    """Why ``passes`` collectives of the (valid) ``job`` are not allowed, or None."""
+    if isinstance(passes, bool) or not isinstance(passes, int):
+        return "must be an integer"
+    if not 1 <= passes <= MAX_PASSES:
+        return f"must be in 1..{MAX_PASSES}"
+    size = job.size_bytes if job.size_bytes is not None else job.chunk_bytes
+    per_rank = size if job.size_bytes is not None else size * len(_job_hosts(job, topo))
+    if per_rank * passes > MAX_BYTES_PER_RANK:          # (chunks per rank <= ranks)
+        return (f"passes x bytes per rank = {passes} x {per_rank} B is more than 2**36 B "
+                "(64 GiB), the most one rank may move in a run")
+    return None
 
 
 def _validate_workload(job: JobSpec, where: str, path: str) -> JobSpec:

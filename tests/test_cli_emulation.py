@@ -1,5 +1,6 @@
 """The interactive CLI (``symphony-emu cli``) driven by a command script on a live fabric
-(root): each added command does what its help says."""
+(root): each added command does what its help says, every example of the README's
+live-CLI section is accepted, and bad arguments are named while the session goes on."""
 
 import io
 import json
@@ -13,15 +14,10 @@ from mininet.log import lg
 from emulator.cli.live import LiveSession, SymphonyCLI
 from emulator.spec import load
 from tests.conftest import _root_veths
+from tests.test_live_commands import README_EXAMPLES, SPEC_TEXT as SPEC, readme_mininet_examples
 from topologies import fabric
 
 pytestmark = pytest.mark.emulation
-
-SPEC = ('name = "cli"\n[scale]\ndilation = 2000\n'
-        '[topology]\nkind = "leafspine"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n'
-        'link_rate_gbps = 10.0\n'
-        '[[jobs]]\nid = 1\nhosts = "all"\nchunk_bytes = 32768\npasses = 2\n'
-        '[run]\ntimeout_s = 120\n')
 
 
 class Capture(logging.Handler):
@@ -45,6 +41,12 @@ def run_script(session, tmp_path, lines):
     finally:
         lg.removeHandler(cap)
     return "".join(cap.text) + help_text.getvalue()
+
+
+def errors(out: str) -> list[str]:
+    """The CLI's error lines (Mininet's own start line aside)."""
+    return [x for x in out.splitlines()
+            if x.startswith("*** ") and not x.startswith("*** Starting CLI")]
 
 
 def htb_rate(session, switch, intf):
@@ -96,5 +98,53 @@ def test_cli_commands_do_what_their_help_says(tmp_path):
         assert "undone: leaf0:" in out and "nothing to undo" in out
         assert htb_rate(s, "leaf0", toward) == "5Mbit"
         assert "leaf0: symphony off" in out
+
+        # Every README example, in the README's order (a job first, perturbations after
+        # it ended, undone before Mininet's own commands): none is refused.
+        readme = [c for cmds in README_EXAMPLES.values() for c in cmds]
+        job_part = [c for c in readme if not c.startswith(("perturb", "unperturb"))]
+        perturb_part = [c for c in readme if c.startswith("perturb")]
+        out = run_script(s, tmp_path, job_part + perturb_part + ["stats", "unperturb",
+                                                                 "unperturb all"]
+                         + readme_mininet_examples())
+        assert errors(out) == [], out
+        assert out.count("4 switches: ") == 3 and '"k": 0.01' in out     # on, off, set
+        assert re.search(r"started job\(s\) \[1\] -> .*run2", out) and "all jobs ended" in out
+        assert "plot: " in out
+        spine1 = fabric.port_toward("leaf0", "spine1", spec.topology.per_leaf)
+        for what in (f"applied: leaf0:{toward}", f"{5 / 1.3:g} Mbit/s",   # 5 Mbit/s / 1.3
+                     f"applied: leaf0:{spine1} down", "applied: spine0 drops 1.00% of RoCE",
+                     "applied: background h0->h5 1 Mbit/s"):                # 2 Gb/s / 2000
+            assert what in out, (what, out)
+        assert out.count("undone: ") == 4 and f"undone: leaf0:{spine1} up" in out
+        assert "3 received" in out                                   # h0 ping -c 3 h5
+        assert "qdisc htb" in out                                    # leaf0 tc -s qdisc
+        assert "state UP" in s.fab["leaf0"].cmd(f"ip link show {spine1}")
+        with open(tmp_path / "out" / "run2" / "summary.json") as f:
+            colls = json.load(f)["runs"][0]["jobs"][0]["collectives"]
+        assert len(colls) == 1 and colls[0]["verified"]
+
+        # Bad arguments: each named with what is allowed, and the session goes on.
+        bad = {
+            "job passes=abc": "*** passes='abc': must be an integer (collectives per job)",
+            "job passes=1.5": "*** passes=1.5: must be an integer",
+            "job passes=": "*** 'passes=': no value after '='",
+            "job passes=0": "*** passes=0 (job 1): must be in 1..10000",
+            "job colour=red": "*** unknown option colour='red'; allowed: passes=N",
+            "job 7": "*** job id '7': the spec's jobs are [1]",
+            "wait abc": "*** wait 'abc': SECONDS must be a number",
+            "plot 9": "*** no run 9; runs are 1..2",
+            "perturb link_down switch=leaf0 toward=spine1 at_ms=5":
+                "*** at_ms: a live perturbation applies now",
+            "perturb loss switch=spine0": "fraction = None: the loss perturbation needs fraction",
+            "perturb loss switch=spine0 fraction=2": "fraction = 2.0: must be in (0, 1)",
+            "unperturb sideways": "*** usage: unperturb [all]",
+            "symphony set k": "*** 'k': expected key=value",
+        }
+        out = run_script(s, tmp_path, list(bad) + ["jobs"])
+        for line, message in bad.items():
+            assert message in out, (line, out)
+        assert len(errors(out)) == len(bad), out
+        assert re.search(r"run2: jobs \[1\], ended", out)              # still there
     assert _root_veths() <= veths
     assert os.path.isdir(tmp_path / "out" / "fabric")

@@ -7,6 +7,7 @@ read the switches' state and plot what ran.
     symphony> wait                    # until it ended
     symphony> symphony set k=0.001
     symphony> perturb imbalance switch=leaf0 toward=spine0 ratio=1.3
+    symphony> perturb link_down switch=leaf0 toward=spine1      # now, until `unperturb`
     symphony> stats
     symphony> plot
 
@@ -14,6 +15,8 @@ Everything Mininet's CLI has works too (``h0 ping h5``, ``leaf0 tc -s qdisc``, `
 ``LiveSession`` is the same as a Python API; the CLI commands are thin wrappers around it.
 Each ``job`` writes a run folder (``<out>/run<N>``) laid out as ``symphony-emu run``'s, so
 ``plot`` (and ``symphony-emu report``) computes the usual metrics and figures from it.
+A command's arguments are checked by ``emulator.cli.commands``; a bad one, or any error
+of a command, is printed and the session goes on.
 """
 
 from __future__ import annotations
@@ -28,15 +31,16 @@ from mininet.log import output
 
 from emulator import plan as planning
 from emulator.analysis import report
+from emulator.cli import commands
+from emulator.cli.commands import CommandError
 from emulator.launch.fabric import Fabric, topology
 from emulator.launch.launcher import HostProcesses
 from emulator.perturbations import Engine
 from emulator.rundir import RunFolder
-from emulator.spec import Spec, SpecError, validate
+from emulator.spec import Spec, SpecError, passes_error, validate
 from switch_agent.agent import SYMPHONY_KEYS
 from topologies import fabric
 
-LIVE_PERTURBATIONS = ("imbalance", "link_down", "loss", "background")
 LIVE_BACKGROUND_PORT = 5301
 
 
@@ -85,8 +89,10 @@ class LiveSession:
                 raise ValueError(f"unknown job id(s) {unknown}; the spec has {known}")
         jobs = [j for j in spec.jobs if not job_ids or j.id in job_ids]
         if passes is not None:
-            if passes < 1:
-                raise ValueError(f"passes={passes}: must be >= 1")
+            for j in jobs:
+                why = None if j.workload else passes_error(j, passes, spec.topology)
+                if why:
+                    raise ValueError(f"passes={passes!r} (job {j.id}): {why}")
             jobs = [replace(j, passes=passes) if j.workload is None else j for j in jobs]
         busy = {h for r in self.runs if self._running(r) for h in r["procs"].configs}
         plan = planning.compile(replace(spec, jobs=tuple(jobs)), self.scheme, self.seed)
@@ -163,12 +169,7 @@ class LiveSession:
         """Apply a perturbation now; keys as in [[perturbations]] (validated the same
         way, applied by the same objects as a spec's). Returns its description;
         ``unperturb`` undoes the last one (or all)."""
-        if kind not in LIVE_PERTURBATIONS:
-            raise ValueError(f"kind {kind!r}: live perturbations are "
-                             f"{', '.join(LIVE_PERTURBATIONS)} (the others are set in the spec)")
-        entry = {"kind": kind, **kv}
-        if kind == "background":
-            entry.setdefault("duration_ms", 1e9)
+        entry, open_ended = commands.live_perturbation(kind, kv)
         raw = dict(self.spec.raw, perturbations=[entry])
         try:
             (p,) = validate(raw, self.spec.path).perturbations
@@ -177,26 +178,12 @@ class LiveSession:
         obj = planning.perturbation(self.spec, p, self.plan.link_rate_bps,
                                     LIVE_BACKGROUND_PORT - planning.BACKGROUND_PORT
                                     + len(self.engine.log))
-        if kind == "background":
+        if open_ended:
             obj.nbytes = None                      # until undone
         return self.engine.apply_now(obj)
 
     def unperturb(self, everything: bool = False) -> list[str]:
         return self.engine.undo_last(everything)
-
-
-def _parse_kv(words: list[str]) -> dict:
-    """``key=value`` words; values as TOML would read them (numbers, true/false, strings)."""
-    out = {}
-    for w in words:
-        if "=" not in w:
-            raise ValueError(f"{w!r}: expected key=value")
-        k, v = w.split("=", 1)
-        try:
-            out[k] = json.loads(v.lower() if v.lower() in ("true", "false") else v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out
 
 
 class SymphonyCLI(CLI):
@@ -209,38 +196,40 @@ class SymphonyCLI(CLI):
         super().__init__(session.fab.net, **kwargs)
 
     def _guard(self, fn, line):
+        """Run a command; whatever goes wrong is one line and the session goes on."""
         try:
             fn(line.split())
-        except (ValueError, RuntimeError, KeyError) as e:
+        except (ValueError, RuntimeError, KeyError, OSError) as e:   # CommandError, SpecError
             output(f"*** {e}\n")
+        except Exception as e:                   # a bug, but not the end of the session
+            output(f"*** {type(e).__name__}: {e}\n")
 
     def do_job(self, line):
         """job [ID ...] [passes=N]: start the spec's jobs (all, or these ids) in 1 s,
         into a new run folder; `jobs` shows their progress, `plot` their figures."""
         def run(words):
-            kv = _parse_kv([w for w in words if "=" in w])
-            unknown = set(kv) - {"passes"}
-            if unknown:
-                raise ValueError(f"unknown option(s) {sorted(unknown)}; allowed: passes")
-            ids = [int(w) for w in words if "=" not in w]
-            d = self.session.start_jobs(ids or None, kv.get("passes"))
+            ids, passes = commands.job_args(words, [j.id for j in self.session.spec.jobs])
+            d = self.session.start_jobs(ids or None, passes)
             output(f"started job(s) {self.session.runs[-1]['jobs']} -> {d}\n")
         self._guard(run, line)
 
     def do_jobs(self, line):
         """jobs: the runs started here, their progress, and whether every result was right."""
-        for i, r in enumerate(self.session.runs, 1):
-            done, total = self.session.progress(r)
-            state = "running" if self.session._running(r) else "ended"
-            output(f"run{i}: jobs {r['jobs']}, {state}, steps {done}/{total}, {r['group']}\n")
-        if not self.session.runs:
-            output("no jobs started yet (`job`)\n")
+        def run(words):
+            for i, r in enumerate(self.session.runs, 1):
+                done, total = self.session.progress(r)
+                state = "running" if self.session._running(r) else "ended"
+                output(f"run{i}: jobs {r['jobs']}, {state}, steps {done}/{total}, "
+                       f"{r['group']}\n")
+            if not self.session.runs:
+                output("no jobs started yet (`job`)\n")
+        self._guard(run, line)
 
     def do_wait(self, line):
         """wait [SECONDS]: until every job started here has ended (default: the spec's
         run timeout)."""
         def run(words):
-            t = float(words[0]) if words else self.session.spec.run.timeout_s
+            t = commands.wait_seconds(words, self.session.spec.run.timeout_s)
             ok = self.session.wait(t)
             output("all jobs ended\n" if ok else f"still running after {t:g} s\n")
         self._guard(run, line)
@@ -250,33 +239,32 @@ class SymphonyCLI(CLI):
         switch Symphony on every switch, or change its parameters (t_win_s emulated)."""
         def run(words):
             if not words or words[0] not in ("on", "off", "set"):
-                raise ValueError("usage: symphony on|off|set key=value ...")
-            kv = _parse_kv(words[1:])
+                raise CommandError("usage: symphony on|off|set key=value ...")
+            kv = commands.parse_kv(words[1:])
             enabled = {"on": True, "off": False}.get(words[0])
             replies = self.session.symphony(enabled, **kv)
             output(f"{len(replies)} switches: " + json.dumps(next(iter(replies.values()))) + "\n")
         self._guard(run, line)
 
     def do_perturb(self, line):
-        """perturb KIND key=value ...: apply a perturbation now, keys as in the spec's
-        [[perturbations]] (real-scale units):
+        """perturb KIND key=value ...: apply a perturbation now, until `unperturb`; keys
+        as in the spec's [[perturbations]] (real-scale units), without its times:
           perturb imbalance switch=leaf0 toward=spine0 ratio=1.3
           perturb link_down switch=leaf0 toward=spine1
           perturb loss switch=spine0 fraction=0.01
           perturb background src=h0 dst=h5 rate_gbps=2
         `unperturb` undoes the last one, `unperturb all` every one."""
         def run(words):
-            if not words:
-                raise ValueError("usage: perturb KIND key=value ...; kinds: "
-                                 + ", ".join(LIVE_PERTURBATIONS))
-            what = self.session.perturb(words[0], **_parse_kv(words[1:]))
-            output(f"applied: {what}\n")
+            kind, kv = commands.perturb_words(words)
+            output(f"applied: {self.session.perturb(kind, **kv)}\n")
         self._guard(run, line)
 
     def do_unperturb(self, line):
         """unperturb [all]: undo the last perturbation (or all of them)."""
-        undone = self.session.unperturb(line.strip() == "all")
-        output("".join(f"undone: {w}\n" for w in undone) or "nothing to undo\n")
+        def run(words):
+            undone = self.session.unperturb(commands.unperturb_all(words))
+            output("".join(f"undone: {w}\n" for w in undone) or "nothing to undo\n")
+        self._guard(run, line)
 
     def do_stats(self, line):
         """stats: per switch, Symphony on/off, marks by cause (RED, Symphony, both), each
@@ -294,14 +282,10 @@ class SymphonyCLI(CLI):
     def do_plot(self, line):
         """plot [N]: metrics and figures of run N (default: the last), once it ended."""
         def run(words):
-            if not self.session.runs:
-                raise ValueError("no jobs started yet (`job`)")
-            i = int(words[0]) if words else len(self.session.runs)
-            if not 1 <= i <= len(self.session.runs):
-                raise ValueError(f"no run {i}; runs are 1..{len(self.session.runs)}")
+            i = commands.run_number(words, len(self.session.runs))
             r = self.session.runs[i - 1]
             if self.session._running(r):
-                raise ValueError(f"run{i} is still running (`jobs`)")
+                raise CommandError(f"run{i} is still running (`jobs`)")
             summary = self.session.finish(r)
             report.print_tables(summary, self.session.spec.scale.dilation)
             for p in summary.get("plots", []):
