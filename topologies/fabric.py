@@ -349,7 +349,46 @@ def stop_process(proc: subprocess.Popen, timeout_s: float) -> int:
 
 # --- nodes ----------------------------------------------------------------------------
 
-class FabricHost(Host):
+_libc = None
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """In a child between fork and exec: SIGKILL it when the process that started it
+    (``parent_pid``) dies (PR_SET_PDEATHSIG; kept across exec, and through ``mnexec``,
+    which does not fork). If that parent is already gone, exit now: the signal would
+    never come."""
+    import ctypes
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+class OwnedNode:
+    """A node every process of which — its shell (which holds its network namespace, and
+    so its interfaces and iptables rules) and every command it ``popen``s — dies with
+    the process that built the network, even a SIGKILLed one; each is written in the
+    run's ledger (``ledger``, set by ``emulator.launch.fabric.Fabric``) as it starts."""
+    ledger = None                      # emulator.launch.ledger.Ledger, or None
+
+    def _popen(self, cmd, **params):
+        user, parent = params.pop("preexec_fn", None), os.getpid()
+
+        def pre():
+            die_with_parent(parent)
+            if user is not None:
+                user()
+        proc = super()._popen(cmd, preexec_fn=pre, **params)
+        if self.ledger is not None and getattr(self, "shell", None) is not None:
+            what = " ".join(os.path.basename(str(c)) for c in cmd[-4:])
+            self.ledger.process(f"{self.name}: {what}"[:80], proc.pid)
+        return proc
+
+
+class FabricHost(OwnedNode, Host):
     """A host whose NIC egress is shaped to its link rate."""
 
     def config(self, rate_bps: float = DEFAULT_RATE_BPS, buffer_bytes: int = DEFAULT_BUFFER_BYTES,
@@ -365,7 +404,7 @@ class FabricHost(Host):
         return r
 
 
-class FabricSwitch(Switch):
+class FabricSwitch(OwnedNode, Switch):
     """A router namespace with shaped ports, NFQUEUE and the switch agent."""
 
     def __init__(self, name, routes=(), rate_bps: float = DEFAULT_RATE_BPS,

@@ -41,6 +41,7 @@ class LeafSpineTopo(Topo):
         links between them over VXLAN (``topologies.overlay``; the :class:`Fabric` starts
         and removes the servers as ``self.overlay``)."""
         fabric.check_shape(leaves, spines, hosts_per_leaf, routing)
+        self.rundir = rundir             # the run's folder: its ledger (emulator.launch.ledger)
         fabric.check_pods(pods, cores, leaves, spines, routing, oversubscription)
         server_of = overlay.server_of_nodes(leaves, spines, hosts_per_leaf, pods, cores,
                                             servers)

@@ -4,11 +4,14 @@
         fab.net["h0"].cmd("ping -c1 10.1.0.2")
         fab.agent("leaf0", {"cmd": "stats"})
 
-Teardown happens on normal exit, on exceptions and on Ctrl-C (KeyboardInterrupt):
-agents get SIGTERM (they write their final counters), then Mininet stops every
-node and link it created. Afterwards the recorded process ids and interface names are
-checked; anything still there is removed by pid / by name and reported — never by
-pattern, so nothing that another run or user owns is touched (no ``mn -c``).
+Teardown happens on normal exit, on exceptions and on Ctrl-C or SIGTERM (a second one
+does not interrupt it): agents get SIGTERM (they write their final counters), then
+Mininet stops every node and link it created. Afterwards the recorded process ids and
+interface names are checked; anything still there is removed by pid / by name and
+reported — never by pattern, so nothing that another run or user owns is touched (no
+``mn -c``). With a run folder, everything is written in its ledger before it exists
+(``emulator.launch.ledger``), and every process dies with this one (``OwnedNode``), so
+even a SIGKILL leaves nothing that ``symphony-emu clean`` cannot find.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import time
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
+from emulator.launch.ledger import Ledger
 from switch_agent.control import send_command
 from topologies.dumbbell import DumbbellTopo
 from topologies.fabric import FabricSwitch
@@ -46,8 +50,10 @@ class Leftovers(RuntimeError):
 
 
 class Fabric:
-    def __init__(self, topo, *, log_level: str = "warning"):
+    def __init__(self, topo, *, log_level: str = "warning", rundir: str | None = None):
         self.topo = topo
+        self.rundir = rundir or getattr(topo, "rundir", None)
+        self.ledger: Ledger | None = None
         self.net: Mininet | None = None
         self.pids: dict[str, int] = {}       # node name -> shell pid (holds its namespace)
         self.agent_pids: dict[str, int] = {}
@@ -72,8 +78,14 @@ class Fabric:
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
         self.overlay = getattr(self.topo, "overlay", None)   # stand-in servers, if any
         try:
+            if self.rundir is not None:
+                self.ledger = Ledger(self.rundir)
             if self.overlay is not None:
+                for ns in [self.overlay.underlay_ns, *self.overlay.server_ns]:
+                    self._note("netns", ns)
                 self.overlay.start()
+            for name in self.topo.nodes():
+                self._note("node", name)
             self.net = Mininet(topo=self.topo, controller=None, build=False, autoSetMacs=False,
                                waitConnected=False)
             self.net.build()
@@ -85,31 +97,39 @@ class Fabric:
             self.stop()
             raise
 
+    def _note(self, kind: str, name: str) -> None:
+        if self.ledger is not None:
+            getattr(self.ledger, kind)(name)
+
     def _record(self) -> None:
         for node in self.net.hosts + self.net.switches:
             if node.pid:
                 self.pids[node.name] = node.pid
+                if self.ledger is not None:
+                    self.ledger.node(node.name, node.pid)
+            node.ledger = self.ledger        # what the node starts from now on, too
             self.intfs += [i for i in node.intfNames() if i != "lo"]
 
     def stop(self) -> None:
         """Stop everything this fabric created; idempotent; tolerant of half-built nets."""
-        if self.net is None:
+        held = _hold_signals()       # a second Ctrl-C or SIGTERM must not cut the teardown
+        try:
+            net, self.net = self.net, None
+            if net is not None:
+                for sw in net.switches:
+                    if isinstance(sw, FabricSwitch):
+                        sw.stop_agent()
+                try:
+                    net.stop()
+                except Exception as e:           # keep going: the checks below clean up
+                    self.leftovers.append(f"mininet stop failed: {e!r}")
+                self._sweep()
             self._stop_overlay()
-            return
-        net, self.net = self.net, None
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not
-        try:                                                  # interrupt the teardown
-            for sw in net.switches:
-                if isinstance(sw, FabricSwitch):
-                    sw.stop_agent()
-            try:
-                net.stop()
-            except Exception as e:               # keep going: the checks below clean up
-                self.leftovers.append(f"mininet stop failed: {e!r}")
-            self._sweep()
-            self._stop_overlay()
+            if self.ledger is not None:
+                self.ledger.close(self.leftovers)
+                self.ledger = None
         finally:
-            signal.signal(signal.SIGINT, old)
+            _restore_signals(held)
 
     def _stop_overlay(self) -> None:
         ov, self.overlay = getattr(self, "overlay", None), None
@@ -163,6 +183,26 @@ class Fabric:
 
     def agents(self, command: dict) -> dict[str, dict]:
         return {s.name: self.agent(s.name, command) for s in self.switches if s.control_path}
+
+
+def _hold_signals() -> dict:
+    """Hold SIGINT and SIGTERM off (main thread only: elsewhere they cannot be set):
+    remembered, not acted on, until :func:`_restore_signals`."""
+    old, got = {}, []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            old[sig] = signal.signal(sig, lambda s, _f: got.append(s))
+        except ValueError:                      # not the main thread
+            pass
+    return {"old": old, "got": got}
+
+
+def _restore_signals(held: dict) -> None:
+    """Put the handlers back; one held off during the teardown interrupts now."""
+    for sig, handler in held["old"].items():
+        signal.signal(sig, handler)
+    if held["got"]:
+        raise KeyboardInterrupt
 
 
 def _alive(pid: int) -> bool:

@@ -1,0 +1,234 @@
+"""What a run made on this machine, written down before (or, for a process, the instant
+after) it is made, so that whatever ends the run — Ctrl-C, SIGTERM, SIGKILL of the
+runner, a crash — ``symphony-emu clean RUN_DIR`` can remove exactly that and say what
+it removed (docs/architecture.md §12).
+
+The ledger is ``<run>/ledger.jsonl``, one JSON object per line, each line flushed to
+disk before the thing it names exists:
+
+    {"kind": "owner", "pid": 4242, "start": 1234567}     the runner (start: its start
+                                                         time, /proc/<pid>/stat field 22)
+    {"kind": "node", "name": "h0"}                       a Mininet node about to start
+    {"kind": "node", "name": "h0", "pid": .., "start": .., "netns": 4026532..}
+    {"kind": "process", "name": "agent leaf0", "pid": .., "start": ..}
+    {"kind": "netns", "name": "symu4242"}                a named namespace (ip netns)
+    {"kind": "closed", "removed": [...]}                 torn down (by the run or clean)
+
+Every process the run starts is also a child that dies with its parent (the nodes'
+``PR_SET_PDEATHSIG``, ``topologies.fabric.OwnedNode``), and every node, interface and
+iptables rule lives inside a node's network namespace, which the kernel deletes when
+its last process ends. So after a SIGKILL of the runner there is usually nothing left
+to remove; ``clean`` checks, by the exact identities recorded here: a process only if
+its pid *and* its start time match (a reused pid is someone else's), any other
+process only if it sits in one of the run's network namespaces (by inode). Never by
+name pattern.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+LEDGER = "ledger.jsonl"
+
+
+def start_ticks(pid: int) -> int | None:
+    """A process's start time (clock ticks since boot), or None if it is gone (or a
+    zombie, which holds no namespace and cannot be killed further)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            rest = f.read().rsplit(") ", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+    return None if rest[0] == "Z" else int(rest[19])
+
+
+def netns_inode(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def alive(pid: int, start: int | None) -> bool:
+    """The very process recorded (same pid, same start time) still runs."""
+    now = start_ticks(pid)
+    return now is not None and (start is None or now == start)
+
+
+class Ledger:
+    """The append-only record of one run's machine resources."""
+
+    def __init__(self, rundir: str):
+        self.path = os.path.join(rundir, LEDGER)
+        os.makedirs(rundir, exist_ok=True)
+        self._f = open(self.path, "a")
+        self.write({"kind": "owner", "pid": os.getpid(), "start": start_ticks(os.getpid()),
+                    "t": time.time()})
+
+    def write(self, rec: dict) -> None:
+        if self._f is None:
+            return
+        self._f.write(json.dumps(rec) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def node(self, name: str, pid: int | None = None) -> None:
+        rec = {"kind": "node", "name": name}
+        if pid is not None:
+            rec.update(pid=pid, start=start_ticks(pid), netns=netns_inode(pid))
+        self.write(rec)
+
+    def process(self, name: str, pid: int) -> None:
+        self.write({"kind": "process", "name": name, "pid": pid, "start": start_ticks(pid),
+                    "netns": netns_inode(pid)})
+
+    def netns(self, name: str) -> None:
+        self.write({"kind": "netns", "name": name})
+
+    def close(self, removed: list[str] | None = None) -> None:
+        if self._f is not None:
+            self.write({"kind": "closed", "removed": list(removed or [])})
+            self._f.close()
+            self._f = None
+
+
+# --- reading and cleaning -------------------------------------------------------------
+
+class StillRunning(RuntimeError):
+    """The run's owner is alive: cleaning would pull its fabric from under it."""
+
+
+def read(rundir: str) -> list[dict]:
+    path = os.path.join(rundir, LEDGER)
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:      # a line cut by a kill mid-write
+                    pass
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def state(rundir: str) -> str:
+    """``none`` (no ledger), ``running`` (its owner lives), ``closed`` (torn down by its
+    run), ``killed`` (its owner died before tearing down: ``clean`` it) or ``cleaned``
+    (killed, then cleaned: its folder holds an unfinished run)."""
+    recs = read(rundir)
+    if not recs:
+        return "none"
+    closed = [r for r in recs if r["kind"] == "closed"]
+    if closed:
+        return "cleaned" if all(r.get("by") == "clean" for r in closed) else "closed"
+    owners = [r for r in recs if r["kind"] == "owner"]
+    if owners and alive(owners[-1]["pid"], owners[-1].get("start")):
+        return "running"
+    return "killed"
+
+
+def _processes_in(inodes: set[int]) -> list[int]:
+    """Every live process whose network namespace is one of ``inodes``."""
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
+            ino = netns_inode(int(d))
+            if ino in inodes and start_ticks(int(d)) is not None:
+                found.append(int(d))
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:80]
+    except OSError:
+        return "?"
+
+
+def clean(rundir: str, force: bool = False, wait_s: float = 5.0) -> list[str]:
+    """Remove what the run in ``rundir`` left on this machine; returns one line per thing
+    removed (empty: nothing was left). Raises StillRunning while its owner lives (unless
+    ``force``)."""
+    recs = read(rundir)
+    if not recs:
+        return []
+    owners = [r for r in recs if r["kind"] == "owner"]
+    if not force and owners and alive(owners[-1]["pid"], owners[-1].get("start")) \
+            and owners[-1]["pid"] != os.getpid():
+        raise StillRunning(f"{rundir}: its run is still going (pid {owners[-1]['pid']}); "
+                           "stop it first (Ctrl-C or SIGTERM), or pass --force")
+    removed, victims = [], {}
+    for r in recs:
+        if r["kind"] in ("process", "node") and r.get("pid") and alive(r["pid"], r.get("start")):
+            victims[r["pid"]] = f"{r['kind']} {r['name']} (pid {r['pid']})"
+    # A namespace is surely the run's while a process recorded in it still lives (an
+    # inode number of a namespace that is gone may be reused by someone else's).
+    inodes = {r["netns"] for r in recs if r["kind"] in ("process", "node") and r.get("netns")
+              and r.get("pid") in victims}
+    for pid in _processes_in(inodes):
+        victims.setdefault(pid, f"process {pid} ({_cmdline(pid)}) in one of the run's "
+                                "namespaces")
+    for pid, what in victims.items():
+        try:
+            os.kill(pid, signal.SIGKILL)
+            removed.append(what)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + wait_s
+    while any(start_ticks(p) is not None for p in victims) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for r in recs:
+        if r["kind"] == "netns" and os.path.exists(f"/var/run/netns/{r['name']}"):
+            res = subprocess.run(["ip", "netns", "del", r["name"]], capture_output=True,
+                                 text=True)
+            removed.append(f"namespace {r['name']}" + ("" if res.returncode == 0 else
+                                                       f" (failed: {res.stderr.strip()})"))
+    for name in os.listdir(rundir):
+        if name.endswith(".ctl"):                 # agents' control sockets
+            try:
+                os.unlink(os.path.join(rundir, name))
+            except OSError:
+                pass
+    with open(os.path.join(rundir, LEDGER), "a") as f:
+        f.write(json.dumps({"kind": "closed", "by": "clean", "removed": removed}) + "\n")
+    return removed
+
+
+def run_dirs_with_ledgers(path: str) -> list[str]:
+    """``path`` itself if it is a run folder with a ledger, else the run folders with
+    ledgers up to two levels below it (an output folder, a sweep's points)."""
+    if os.path.exists(os.path.join(path, LEDGER)):
+        return [path]
+    out = []
+    for root, dirs, files in os.walk(path):
+        if LEDGER in files:
+            out.append(root)
+            dirs[:] = []
+        elif root.count(os.sep) - path.rstrip(os.sep).count(os.sep) >= 2:
+            dirs[:] = []
+        dirs.sort()
+    return out
+
+
+def reclaim(rundir: str) -> list[str] | None:
+    """A killed run's folder made reusable: what it left on the machine removed
+    (:func:`clean`) and its partial files deleted. None if ``rundir`` holds no killed
+    run (nothing done)."""
+    if state(rundir) not in ("killed", "cleaned"):
+        return None
+    removed = clean(rundir)
+    import shutil
+    for name in os.listdir(rundir):
+        p = os.path.join(rundir, name)
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p)
+        else:
+            os.unlink(p)
+    return removed
