@@ -27,6 +27,11 @@ class Perturbation:
     def prepare(self, fab, rundir: str) -> None:
         """Set-up before t = 0 (e.g. a traffic sink); nothing by default."""
 
+    def effects(self, fab) -> str | None:
+        """What it cost, in words, at the end of the run (e.g. the packets the kernel
+        dropped because of it); None if nothing to say."""
+        return None
+
     def apply(self, fab) -> str:
         raise NotImplementedError
 
@@ -67,13 +72,40 @@ class LinkDown(Perturbation):
     toward: str
     intf: str
 
+    def ends(self, fab) -> list[str]:
+        return [n for n in (self.switch, self.toward) if not n.startswith("h")]
+
     def apply(self, fab) -> str:
+        if not hasattr(self, "_no_routes"):
+            self._no_routes = {n: kernel_no_routes(fab[n]) for n in self.ends(fab)}
         fab[self.switch].set_link(self.intf, False)
         return f"{self.switch}:{self.intf} down"
 
     def undo(self, fab) -> str:
         fab[self.switch].set_link(self.intf, True)
         return f"{self.switch}:{self.intf} up"
+
+    def effects(self, fab) -> str | None:
+        """The packets the kernels at both ends dropped for want of a route since the link
+        went down (the agents never see them: they are dropped before the FORWARD hook)."""
+        before = getattr(self, "_no_routes", None)
+        if before is None:
+            return None
+        per = {n: kernel_no_routes(fab[n]) - b for n, b in before.items()}
+        return (f"link {self.switch}-{self.toward} down: the kernel dropped "
+                f"{sum(per.values())} packets for want of a route ("
+                + ", ".join(f"{n} {v}" for n, v in per.items()) + ")")
+
+
+def kernel_no_routes(node) -> int:
+    """Packets ``node``'s kernel dropped as unroutable (``IpExt: InNoRoutes``, counted
+    per network namespace)."""
+    rows = [line.split() for line in node.cmd("cat /proc/net/netstat").splitlines()
+            if line.startswith("IpExt:")]
+    if len(rows) < 2:
+        return 0
+    c = dict(zip(rows[0][1:], rows[1][1:]))
+    return int(c.get("InNoRoutes", 0))
 
 
 @dataclass
@@ -195,6 +227,19 @@ class Engine:
                 break
         self.log += [{"what": w} for w in done]
         return done
+
+    def effects(self) -> list[str]:
+        """What the perturbations cost (:meth:`Perturbation.effects`), while the fabric
+        is still up."""
+        out = []
+        for p in self._all:
+            try:
+                e = p.effects(self.fab)
+            except Exception as err:             # a broken fabric: say so, keep going
+                e = f"{type(p).__name__}: its effects could not be read ({err!r})"
+            if e:
+                out.append(e)
+        return out
 
     def close(self) -> None:
         for p in self._all:

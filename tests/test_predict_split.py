@@ -127,3 +127,23 @@ def test_predict_runs_plain_messages_fig9(tmp_path):
     assert runs["baseline"]["overlap_s"] == pytest.approx(2 * solo - 2 * d, rel=1e-9)
     assert runs["ideal-priority"]["overlap_s"] == pytest.approx(solo, rel=1e-9)
     assert all(r["fidelity"]["faithful"] for r in summary["runs"])
+
+
+def test_a_collective_cut_by_a_permanent_link_failure_is_failed_not_slow(tmp_path):
+    # static routing, leaf0's uplink to spine0 down for good from 1 ms (real): ring 0
+    # has nothing to re-route to; its collective and the job's never complete
+    spec = load(TABLE1, ["topology.routing=static", "jobs.0.passes=2",
+                         'perturbations=[{kind="link_down", switch="leaf0", toward="spine0", '
+                         'at_ms=1.0}]'])
+    run_predict(spec, str(tmp_path), ["baseline"], [1])
+    summary = report.summarize(str(tmp_path), plots=False)
+    (run,) = summary["runs"]
+    colls = run["jobs"][0]["collectives"]
+    assert [c["failed"] for c in colls] == [True, True]
+    assert all(c["cct_s"] is None and c["cct_ratio"] is None for c in colls)
+    assert run["jobs"][0]["jct_s"] is None
+    assert any("never completed" in e for e in run["fidelity"]["errors"])
+    assert not run["fidelity"]["faithful"]
+    assert summary["excluded"] == [{"scheme": "baseline", "seed": 1}]
+    assert "baseline" not in summary["comparison"] or \
+        summary["comparison"]["baseline"]["cct_s"] is None

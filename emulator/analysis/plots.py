@@ -101,8 +101,13 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
 
     # CDFs over seeds (and passes, jobs) when there is more than one sample per scheme:
     # max step overlap (Fig 4b), CCT (Fig 5), span of the last step (Fig 7b).
-    per_scheme = defaultdict(lambda: {"overlap": [], "cct": [], "span": []})
+    # Only faithful runs' numbers (as the medians); what is left out is counted in the
+    # legend: failed collectives (no CCT) and every collective of an unfaithful run.
+    per_scheme = defaultdict(lambda: {"overlap": [], "cct": [], "span": [], "left_out": 0})
     for r in runs:
+        if not r["fidelity"]["faithful"]:
+            per_scheme[r["scheme"]]["left_out"] += sum(len(j["collectives"]) for j in r["jobs"])
+            continue
         for j in r["jobs"]:
             per_scheme[r["scheme"]]["overlap"].append(j["max_step_overlap"])
             per_scheme[r["scheme"]]["cct"] += [c["cct_s"] for c in j["collectives"] if c["cct_s"]]
@@ -116,7 +121,9 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
             for s, v in per_scheme.items():
                 if v[key]:
                     x, y = metrics.cdf(np.array(v[key]) * unit)
-                    ax.step(x, y, where="post", label=f"{s} (n = {len(x)})", color=COLORS.get(s))
+                    out = f", {v['left_out']} left out" if v["left_out"] else ""
+                    ax.step(x, y, where="post", label=f"{s} (n = {len(x)}{out})",
+                            color=COLORS.get(s))
             ax.set_xlabel(xlabel)
             ax.set_ylabel("CDF")
             ax.legend(fontsize=8)

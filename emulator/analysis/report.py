@@ -81,21 +81,22 @@ def analyze_run(rundir: str) -> dict:
             nbytes = collective_bytes(lay, p)
             theo = theoretical_cct_s(lay, rate, mtu, nbytes=nbytes)
             c = colls.get((lay.job, p))
-            if c is None:
+            if c is None or c["ranks"] != len(lay.hosts):
+                # not finished by every rank: failed, no CCT (never a slow result)
                 cs.append({"pass": p, "nbytes": nbytes, "cct_s": None,
-                           "theoretical_cct_s": theo, "cct_ratio": None,
+                           "theoretical_cct_s": theo, "cct_ratio": None, "failed": True,
                            "verified": False, "algbw_bps": None, "busbw_bps": None})
-                wrong.append(f"job {lay.job} pass {p}: never completed")
+                done_by = f" ({c['ranks']} of {len(lay.hosts)} ranks finished)" if c else ""
+                wrong.append(f"job {lay.job} pass {p}: never completed{done_by}")
                 continue
             alg, bus = metrics.bandwidths(nbytes, c["cct_s"], lay.bus_factor)
             ratio = c["cct_s"] / theo
             ratios.append(ratio)
-            if not c["verified"] or c["ranks"] != len(lay.hosts):
-                wrong.append(f"job {lay.job} pass {p}: "
-                             f"{'WRONG RESULT' if not c['verified'] else 'ranks missing'}")
+            if not c["verified"]:
+                wrong.append(f"job {lay.job} pass {p}: WRONG RESULT")
             cs.append({"pass": p, "nbytes": nbytes, "start_s": c["start_s"], "cct_s": c["cct_s"],
-                       "theoretical_cct_s": theo, "cct_ratio": ratio,
-                       "verified": c["verified"] and c["ranks"] == len(lay.hosts),
+                       "theoretical_cct_s": theo, "cct_ratio": ratio, "failed": False,
+                       "verified": c["verified"],
                        "algbw_bps": alg * 8, "busbw_bps": bus * 8})
         done = [c for c in cs if c["cct_s"] is not None]
         # JCT: from the job's start (t = 0 + start_s; a training job computes before its
@@ -123,6 +124,7 @@ def analyze_run(rundir: str) -> dict:
         for name, summ in meas.get("rank_summaries", {}).items():
             if not summ.get("ok"):
                 wrong.append(f"host {name}: {summ.get('bad') or summ.get('missing')}")
+    wrong += meas.get("broken", [])         # a dead agent or host, a failed perturbation
     sends = run.host_records("send_flow")
     transport = {k: sum(r.get(k) or 0 for r in sends)
                  for k in ("packets", "retransmits", "timeouts", "naks", "cnps")}
@@ -131,6 +133,8 @@ def analyze_run(rundir: str) -> dict:
     lossy = (scheme is not None and scheme.may_starve) or any(
         p.get("kind") in ("loss", "link_down") for p in man["spec"].get("perturbations", []))
     fid = fidelity(meas, rate, mtu, ratios, wrong, transport, lossy)
+    fid["perturbations"] = [e["what"] for e in meas.get("perturbations", [])]
+    fid["perturbation_effects"] = list(meas.get("perturbation_effects", []))
     backend = man.get("backend", "emulation")
     out = {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir,
            "backend": backend, "jobs": jobs_out, "transport": transport, "fidelity": fid}
@@ -171,8 +175,8 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
         reasons.append(f"CPU {cpu:.0%} busy (> {CPU_BUSY_MAX:.0%}): timers and pacing slip")
     drops = {}
     for name, a in meas.get("agents", {}).items():
-        n = (a["nfqueue"].get("queue_dropped", 0) + a["nfqueue"].get("user_dropped", 0)
-             + a["nfqueue"].get("agent_enobufs", 0))
+        q = a.get("nfqueue", {})                     # none: the agent died (an error)
+        n = q.get("queue_dropped", 0) + q.get("user_dropped", 0) + q.get("agent_enobufs", 0)
         drops[name] = n
         if n:
             reasons.append(f"{name}: NFQUEUE dropped {n} packets the agent never saw")
@@ -388,7 +392,7 @@ def print_tables(summary: dict, dilation: float) -> None:
             for c in j["collectives"]:
                 if c["cct_s"] is None:
                     print(f"  {r['scheme']:>9} {r['seed']:>4} {j['job']:>3} {c['pass']:>4}  "
-                          f"did not complete")
+                          f"FAILED: did not complete (no CCT)")
                     continue
                 alg = scale.real_rate_bps(c["algbw_bps"]) / 8 / 1e9
                 bus = scale.real_rate_bps(c["busbw_bps"]) / 8 / 1e9
@@ -460,6 +464,9 @@ def print_verdicts(summary: dict) -> None:
               f"the medians above (below: why)")
     for r in summary["runs"]:
         f = r["fidelity"]
+        if f.get("perturbations") or f.get("perturbation_effects"):
+            print(f"\nperturbations of {r['scheme']} seed {r['seed']}: "
+                  + "; ".join(f.get("perturbations", []) + f.get("perturbation_effects", [])))
         if f["errors"]:
             print(f"\n!!! {r['scheme']} seed {r['seed']}: " + "; ".join(f["errors"]))
         if f["reasons"]:

@@ -140,14 +140,14 @@ class HostProcesses:
 
     def wait(self, deadline: float, tick=None, step_s=0.25) -> bool:
         """Poll until every process ended or ``deadline`` (monotonic); ``tick()`` after
-        each poll (perturbations, progress); ``step_s``: seconds between polls, or a
-        function giving them. True if all ended."""
+        each poll (perturbations, progress; returning False stops the wait);
+        ``step_s``: seconds between polls, or a function giving them. True if all ended."""
         while self.running:
             if time.monotonic() > deadline:
                 return False
             self.poll(step_s() if callable(step_s) else step_s)
-            if tick is not None:
-                tick()
+            if tick is not None and tick() is False:
+                return False
         self.poll()
         return True
 

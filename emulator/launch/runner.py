@@ -8,9 +8,11 @@ plots (also later, from the folder alone: ``symphony-emu report DIR``).
 
 from __future__ import annotations
 
+import sys
 import time
 
 from emulator import plan as planning
+from emulator.launch import ledger
 from emulator.launch.fabric import Fabric, topology
 from emulator.launch.launcher import HostProcesses
 from emulator.perturbations import Engine
@@ -40,15 +42,41 @@ class CpuMeter:
 
 
 def agent_measurements(fab) -> dict:
-    """Each agent's totals, NFQUEUE counters and fidelity summary, as the report reads them."""
-    return {name: {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"],
-                   "fidelity": s.get("fidelity", {})}
-            for name, s in fab.agents({"cmd": "stats"}).items()}
+    """Each agent's totals, NFQUEUE counters and fidelity summary, as the report reads
+    them; a dead agent as ``{"dead": exit code}``."""
+    out = {}
+    for sw in fab.switches:
+        if sw.agent_proc is None:
+            continue
+        if sw.agent_proc.poll() is not None:
+            out[sw.name] = {"dead": sw.agent_proc.returncode}
+            continue
+        s = fab.agent(sw.name, {"cmd": "stats"})
+        out[sw.name] = {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"],
+                        "fidelity": s.get("fidelity", {})}
+    return out
+
+
+def casualties(fab, procs: HostProcesses | None) -> list[str]:
+    """Processes of the run that died while it ran: any switch agent, and (with
+    ``procs``) any host process that ended with a failure (a crash, a signal)."""
+    out = [f"the switch agent of {sw.name} died (exit {sw.agent_proc.returncode}; "
+           f"{sw.name}.agent.log)" for sw in fab.switches
+           if sw.agent_proc is not None and sw.agent_proc.poll() is not None]
+    out += [f"the process of host {h} died (exit {p.returncode}; {h}.host.log)"
+            for h, p in (procs.procs.items() if procs else ())
+            if p.poll() is not None and p.returncode != 0]
+    return out
 
 
 def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> dict:
     """One (scheme, seed) run into ``rundir``; returns the live measurements."""
     plan = planning.compile(spec, scheme, seed)
+    removed = ledger.reclaim(rundir)             # a killed earlier try of this very run
+    if removed is not None:
+        print(f"symphony-emu: {rundir}: an earlier try was killed; removed "
+              f"{', '.join(removed) or 'nothing left on the machine'} and its files",
+              file=sys.stderr)
     folder = RunFolder(rundir)
     folder.write_manifest(plan, spec)
     meas = {"timed_out": False, "host_exit": {}}
@@ -72,14 +100,24 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
                 t_begin = time.monotonic()
 
                 def tick():
-                    engine.due(time.monotonic() - t0)
+                    broken = casualties(fab, procs)
+                    if not broken:
+                        try:
+                            engine.due(time.monotonic() - t0)
+                        except Exception as e:   # e.g. an agent that stopped answering
+                            broken = [f"a perturbation could not be applied: {e}"]
+                    if broken:                 # stop at once: the run cannot be right
+                        meas["broken"] = broken
+                        return False
                     if progress is not None:
                         progress(*procs.progress, time.monotonic() - t_begin)
+                    return True
                 if not procs.wait(t0 + plan.timeout_s + SETTLE_S, tick,
-                                  step_s=lambda: _step(engine, t0)):
+                                  step_s=lambda: _step(engine, t0)) and "broken" not in meas:
                     meas.update(timed_out=True, timed_out_in="run")
         finally:
             meas["host_exit"] = procs.stop()
+            meas["perturbation_effects"] = engine.effects()
             engine.close()
         meas["perturbations"] = engine.log
         meas["cpu_busy"] = cpu.stop() if started else None
@@ -88,6 +126,8 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
         meas["rank_summaries"] = procs.summaries
         if fab.overlay is not None:          # what crossed between (stand-in) servers
             meas["underlay"] = fab.overlay.counters()
+    if "broken" not in meas and any("dead" in a for a in meas["agents"].values()):
+        meas["broken"] = casualties(fab, None)     # an agent that died at the very end
     meas["teardown_leftovers"] = fab.leftovers
     folder.write_measurements(meas)
     return meas
