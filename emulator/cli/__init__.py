@@ -170,7 +170,7 @@ def _cmd_run(args) -> int:
     if not _fits("run", spec, schemes[0], seeds[0], args.force_size):
         return 2
     out = _out_dir(args.out, spec.name)
-    if os.path.exists(out) and os.listdir(out):
+    if os.path.exists(out) and os.listdir(out) and not _reclaim_killed(out):
         print(f"symphony-emu run: {out} exists and is not empty; choose another --out",
               file=sys.stderr)
         return 2
@@ -183,7 +183,7 @@ def _cmd_run(args) -> int:
             runner.run_one(spec, scheme, seed, rundir, _progress_printer(f"{scheme} seed {seed}"))
             if sys.stdout.isatty():
                 print()
-    summary = report.summarize(out)
+    summary = report.summarize(out, plots=not args.no_plots)
     print()
     report.print_tables(summary, spec.scale.dilation)
     if spec.raw.get("variants"):
@@ -303,6 +303,48 @@ def _cmd_cli(args) -> int:
     return live.run_cli(spec, args.scheme, args.seed, args.out, args.script)
 
 
+def _reclaim_killed(out: str) -> bool:
+    """True if ``out`` held nothing but the folders of killed runs (a SIGKILLed runner):
+    then what they left is removed, said, and ``out`` is empty again."""
+    from emulator.launch import ledger
+    entries = [os.path.join(out, e) for e in os.listdir(out)]
+    if not entries or not all(os.path.isdir(e) and ledger.state(e) in ("killed", "cleaned")
+                              for e in entries):
+        return False
+    for e in entries:
+        removed = ledger.reclaim(e)
+        print(f"symphony-emu: {e}: a killed run; removed "
+              f"{', '.join(removed) if removed else 'nothing left on the machine'}, "
+              "and its partial files")
+        os.rmdir(e)
+    return True
+
+
+def _cmd_clean(args) -> int:
+    from emulator.launch import ledger
+    root = args.dir or os.path.join(fabric.REPO_ROOT, "runs", "out")
+    if not os.path.isdir(root):
+        print(f"symphony-emu clean: {root}: not a folder", file=sys.stderr)
+        return 2
+    dirs = ledger.run_dirs_with_ledgers(root)
+    status = 0
+    for d in dirs:
+        st = ledger.state(d)
+        if st in ("closed", "cleaned") and not args.dir:
+            continue
+        try:
+            removed = ledger.clean(d, force=args.force)
+        except ledger.StillRunning as e:
+            print(f"symphony-emu clean: {e}", file=sys.stderr)
+            status = 1
+            continue
+        print(f"{d}: " + (f"removed {', '.join(removed)}" if removed
+                          else "nothing of this run is left on the machine"))
+    if not dirs:
+        print(f"symphony-emu clean: no run folders with a ledger under {root}")
+    return status
+
+
 def _cmd_report(args) -> int:
     from emulator.analysis import report
     if not os.path.isdir(args.dir):
@@ -334,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="output folder (default runs/out/<time>-<name>)")
     r.add_argument("--seeds", type=_positive_int, help="run seeds 1..N instead of the spec's")
     r.add_argument("--scheme", help=f"run only this scheme ({', '.join(SCHEMES)})")
+    r.add_argument("--no-plots", action="store_true", help="tables and summary.json only")
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a spec value, e.g. --set symphony.k=0.001 (repeatable)")
     r.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
@@ -382,6 +425,13 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a spec value (repeatable)")
     pr.set_defaults(func=_cmd_predict, needs_root=False)
+    cl = sub.add_parser("clean", help="remove what a killed run left on this machine "
+                                      "(processes, namespaces), from its ledger")
+    cl.add_argument("dir", nargs="?", help="a run folder, or an output folder holding run "
+                                           "folders (default: every killed run in runs/out)")
+    cl.add_argument("--force", action="store_true",
+                    help="clean even a run whose runner still lives")
+    cl.set_defaults(func=_cmd_clean, needs_root=True)
     rp = sub.add_parser("report", help="recompute metrics and plots from a run folder")
     rp.add_argument("dir")
     rp.set_defaults(func=_cmd_report, needs_root=False)
