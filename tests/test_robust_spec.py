@@ -367,3 +367,13 @@ def test_a_straggler_delay_counts_in_the_lockstep_end(tmp_path):
     # 2 steps x 4 passes x 100 ms real = 800 ms > 600 ms: the job cannot end in time
     (w,) = warnings_of(tmp_path, ("jobs.0.passes", 4), pert(STRAGGLER, delay_us=100_000.0))
     assert w.startswith("jobs[0] (job 1): its lockstep bound alone ends at 800")
+
+
+def test_the_cli_prints_each_warning_and_goes_on(tmp_path, capsys):
+    from emulator import cli
+    path = spec_with(tmp_path, pert(LINK, at_ms=700.0))
+    assert cli.main(["validate", path]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"symphony-emu validate: warning: {path}: perturbations[0].at_ms = 700 ms "
+                   "(link_down): at or after the run's timeout (run.timeout_s = 600 s emulated, "
+                   "600 ms at real scale): it never fires"]
