@@ -52,7 +52,7 @@ quantities are the same at both scales. A complete spec with every key::
                                      # CNPs ignored: what congestion control costs)
 
     [[jobs]]                         # one table per job
-    id = 1                           # job id (P_Key), 1..32767
+    id = 1                           # job id (P_Key 0x8000 | id), 1..32766
     hosts = "all"                    # "all", or a list of host names ["h0", "h4", ...]
     algorithm = "ring_allreduce"     # ring_allreduce | ring_reducescatter | ring_allgather
                                      # | ring2d_allreduce | halving_doubling_allreduce
@@ -119,6 +119,7 @@ from hosts.cc import ALGORITHMS as CC_ALGORITHMS
 from hosts.collectives import ALGORITHMS
 from hosts.config import ConfigError, TransportParams, finite
 from hosts.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS, Scale
+from hosts.wire import MAX_JOB
 from switch_agent.config import T_WIN_S, RedParams, SymphonyParams
 from topologies import fabric as wiring
 from topologies.fabric import neighbors, switch_names  # noqa: F401  (part of the spec API)
@@ -673,7 +674,7 @@ def _validate_message(m: MessageSpec, where: str, path: str, topo: TopologySpec)
     _need(m.src != m.dst, path, f"{where}.dst", m.dst, "must differ from src")
     _need(isinstance(m.bytes, int) and 1 <= m.bytes <= 1 << 30, path, f"{where}.bytes", m.bytes,
           "must be in 1..2**30")
-    _need(1 <= m.job <= 0x7FFF, path, f"{where}.job", m.job, "must be in 1..32767")
+    _need(1 <= m.job <= MAX_JOB, path, f"{where}.job", m.job, f"must be in 1..{MAX_JOB}")
     _need(0 <= m.step <= 0xFFFF, path, f"{where}.step", m.step, "must be in 0..65535")
     _need(0 <= m.channel <= 0xFF, path, f"{where}.channel", m.channel, "must be in 0..255")
     return m
@@ -728,8 +729,8 @@ def _job_hosts(job: JobSpec, topo: TopologySpec) -> list[str]:
 
 def _validate_job(job: JobSpec, where: str, path: str, topo: TopologySpec,
                   tr: TransportSpec) -> JobSpec:
-    _need(isinstance(job.id, int) and 1 <= job.id <= 0x7FFF, path, f"{where}.id", job.id,
-          "must be an integer in 1..32767")
+    _need(isinstance(job.id, int) and 1 <= job.id <= MAX_JOB, path, f"{where}.id", job.id,
+          f"must be an integer in 1..{MAX_JOB}")
     _need(isinstance(job.after_job, int) and not isinstance(job.after_job, bool)
           and job.after_job >= 0 and job.after_job != job.id, path, f"{where}.after_job",
           job.after_job, "0 (none) or the id of another job")

@@ -165,7 +165,7 @@ class RankConfig(Codec):
     program: tuple | None = None
 
     def __post_init__(self):
-        check(1 <= self.job <= 0x7FFF, "job", self.job, "must be in 1..32767")
+        check(1 <= self.job <= wire.MAX_JOB, "job", self.job, f"must be in 1..{wire.MAX_JOB}")
         check(self.nbytes >= 4 and self.nbytes % 4 == 0, "nbytes", self.nbytes,
               "must be a positive multiple of 4")
         check(self.passes >= 1, "passes", self.passes, "must be >= 1")

@@ -9,7 +9,9 @@ same bytes with scapy's own ``scapy.contrib.roce`` layers (a test checks the two
 
 Mapping of Symphony's metadata onto BTH fields:
 
-* job id      -> P_Key = 0x8000 | job          (a partition is a tenant)
+* job id      -> P_Key = 0x8000 | job          (a partition is a tenant; job 1..32766:
+                 the full-member bit set, 0xFFFF is InfiniBand's default partition.
+                 Any other P_Key is foreign RoCE traffic, of no job: job 0)
 * step index  -> DestQP = channel << 16 | (step & 0xffff)   (one QP per step flow)
 * PSN         -> 24-bit, starts at 0 for every flow (position within the flow)
 * LAST        -> opcode RC SEND LAST (0x02) or RC SEND ONLY (0x04)
@@ -50,8 +52,9 @@ ECN_CE = 0b11
 
 PSN_MASK = 0xFFFFFF
 STEP_MASK = 0xFFFF
-PKEY_JOB_FLAG = 0x8000
-MAX_JOB = 0x7FFF
+PKEY_JOB_FLAG = 0x8000           # the P_Key's full-member bit
+MAX_JOB = 0x7FFE                 # 0x8000 | 0x7FFF = 0xFFFF is the default partition's key
+FOREIGN_JOB = 0                  # what job_of / parse_ip_roce give a P_Key of no job
 
 DEFAULT_MTU_BYTES = 4096          # RoCE path MTU: BTH payload bytes per packet
 IPV4_HEADER_BYTES = 20
@@ -110,7 +113,10 @@ def pkey_of(job: int) -> int:
 
 
 def job_of(pkey: int) -> int:
-    return pkey & MAX_JOB
+    """The job of a P_Key ``0x8000 | job``; FOREIGN_JOB for any other (0, no full-member
+    bit, 0xFFFF): RoCE traffic that belongs to no job of the run."""
+    job = pkey - PKEY_JOB_FLAG
+    return job if 0 < job <= MAX_JOB else FOREIGN_JOB
 
 
 def dest_qp(channel: int, step: int) -> int:
@@ -242,7 +248,8 @@ def parse_ip_roce(pkt: bytes) -> RoceHeader | None:
 
     This is the switch agent's hot path: no allocation beyond the result tuple, and
     anything it cannot make sense of (non-IPv4, fragments, truncated, other ports or
-    opcodes) returns ``None`` so the caller passes it untouched.
+    opcodes) returns ``None`` so the caller passes it untouched. A P_Key of no job gives
+    ``job == FOREIGN_JOB`` (see :func:`job_of`).
     """
     if len(pkt) < IPV4_HEADER_BYTES or pkt[0] >> 4 != 4 or pkt[9] != 17:
         return None
@@ -257,9 +264,11 @@ def parse_ip_roce(pkt: bytes) -> RoceHeader | None:
     opcode = pkt[b]
     if opcode not in DATA_OPCODES:
         return None
-    pkey = _BTH_PKEY.unpack_from(pkt, b + 2)[0]
+    job = _BTH_PKEY.unpack_from(pkt, b + 2)[0] - PKEY_JOB_FLAG    # job_of, inlined
+    if not 0 < job <= MAX_JOB:
+        job = FOREIGN_JOB
     qp, psn = _BTH_QP_PSN.unpack_from(pkt, b + 4)
-    return RoceHeader(ihl, pkt[1] & 3, opcode, pkey & MAX_JOB, (qp >> 16) & 0xFF,
+    return RoceHeader(ihl, pkt[1] & 3, opcode, job, (qp >> 16) & 0xFF,
                       qp & STEP_MASK, psn & PSN_MASK, opcode in LAST_OPCODES)
 
 

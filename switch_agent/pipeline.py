@@ -5,7 +5,9 @@ Per packet, in order (docs/architecture.md §5):
 1. Find the egress port from the kernel's routing decision (NFQUEUE's ``outdev``).
    A packet leaving by a port the agent does not model passes untouched.
 2. Parse it as RoCEv2 (``hosts.wire``). Anything else (background TCP/UDP, ICMP,
-   ACKs, CNPs, malformed) passes untouched but still occupies the port's queue model.
+   ACKs, CNPs, malformed) passes untouched but still occupies the port's queue model;
+   so does RoCE data of no job (a P_Key not ``0x8000 | job``: 0, 0xFFFF, no
+   full-member bit), counted as foreign and never given Symphony state.
 3. Fault injection: drop the given fraction of RoCE data packets (a lossy link).
 4. Queue model: enqueue on the port (drain at the port's rate, drop-tail at the buffer).
 5. Congestion point: RED probability on the queue (§5.2).
@@ -40,6 +42,7 @@ class PortCounters:
     bytes: int = 0
     roce_pkts: int = 0
     other_pkts: int = 0
+    foreign_pkts: int = 0          # RoCE data whose P_Key names no job (wire.FOREIGN_JOB)
     model_drops: int = 0
     fault_drops: int = 0
     marks_red: int = 0
@@ -119,8 +122,11 @@ class SwitchPipeline:
         c.pkts += 1
         c.bytes += nbytes
         hdr = wire.parse_ip_roce(pkt)
-        if hdr is None:
-            c.other_pkts += 1
+        if hdr is None or hdr.job == wire.FOREIGN_JOB:
+            if hdr is None:
+                c.other_pkts += 1
+            else:
+                c.foreign_pkts += 1
             if port.queue.enqueue(nbytes + L2_HEADER_BYTES, now_s) < 0:
                 c.model_drops += 1
             elif port.queue.q_bytes > port.window_max_q_bytes:

@@ -277,9 +277,9 @@ BAD = [
     ("start-ms-negative", [("jobs.0.start_ms", -5)], (),
      ["jobs[0].start_ms = -5.0", "must be >= 0"]),
     # jobs: ids and hosts
-    ("job-id-0", [("jobs.0.id", 0)], (), ["jobs[0].id = 0", "must be an integer in 1..32767"]),
+    ("job-id-0", [("jobs.0.id", 0)], (), ["jobs[0].id = 0", "must be an integer in 1..32766"]),
     ("job-id-40000", [("jobs.0.id", 40000)], (),
-     ["jobs[0].id = 40000", "must be an integer in 1..32767"]),
+     ["jobs[0].id = 40000", "must be an integer in 1..32766"]),
     ("duplicate-job-id", [("jobs", two_jobs({"id": 1, "hosts": ["h0", "h2"]},
                                             {"id": 1, "hosts": ["h1", "h3"]}))], (),
      ["jobs[1].id = 1", "job ids must be unique"]),

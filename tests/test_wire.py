@@ -71,14 +71,21 @@ def test_build_bth_is_byte_identical_to_scapy_bth_for_random_fields():
 
 # --- field mappings -----------------------------------------------------------------
 
-@pytest.mark.parametrize("job", [1, 7, 0x7FFF])
+@pytest.mark.parametrize("job", [1, 7, 0x7FFE])
 def test_pkey_of_sets_the_partition_flag_and_job_of_inverts_it(job):
     assert wire.pkey_of(job) == 0x8000 | job
     assert wire.job_of(wire.pkey_of(job)) == job
 
 
-@pytest.mark.parametrize("job", [0, 0x8000, -1, 0xFFFF])
-def test_pkey_of_rejects_jobs_outside_1_to_0x7fff(job):
+@pytest.mark.parametrize("pkey", [0x0000, 0xFFFF, 0x8000, 0x0001, 0x7FFF, 0x7FFE])
+def test_job_of_a_pkey_without_the_job_form_is_foreign(pkey):
+    # 0: no partition; 0xFFFF: InfiniBand's default partition; 0x8000: job 0; the rest:
+    # the full-member bit missing
+    assert wire.job_of(pkey) == wire.FOREIGN_JOB == 0
+
+
+@pytest.mark.parametrize("job", [0, 0x7FFF, 0x8000, -1, 0xFFFF])
+def test_pkey_of_rejects_jobs_outside_1_to_0x7ffe(job):
     with pytest.raises(ValueError, match=str(job)):
         wire.pkey_of(job)
 
