@@ -73,7 +73,7 @@ def check_marks(intervals, what: str) -> str:
     return line
 
 
-def test_a_queue_held_in_the_red_band_is_marked_at_reds_rate(tmp_path, no_leftovers):
+def test_a_queue_climbing_through_the_red_band_is_marked_at_reds_rate(tmp_path, no_leftovers):
     rundir = str(tmp_path)
     fab = Fabric(DumbbellTopo(2, rundir=rundir, port_rates={"leaf0": {PORT: PORT_RATE_BPS}}))
     no_leftovers.append(fab)
