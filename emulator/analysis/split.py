@@ -29,7 +29,7 @@ from emulator.model import simulate
 from emulator.model.from_plan import model_inputs
 from emulator.plan.layout import collective_bytes, theoretical_cct_s, wire_bytes
 from emulator.rundir import RunFolder
-from emulator.spec import validate
+from emulator.spec import SpecError, validate
 from hosts import wire
 from topologies import fabric as wiring
 
@@ -73,9 +73,12 @@ def recorded_paths(run: RunFolder, plan) -> dict[tuple, list[str]]:
 
 def replay(rundir: str, man: dict, lays) -> dict | None:
     """The split of one emulated run, or None when its agents recorded no paths (a run
-    from before they did)."""
+    from before they did) or its spec no longer validates."""
     run = RunFolder(rundir)
-    spec = validate(man["spec"], man.get("spec_path") or "manifest.json")
+    try:
+        spec = validate(man["spec"], man.get("spec_path") or "manifest.json")
+    except SpecError:            # a folder from before a check its spec no longer passes
+        return None
     plan = replace(planning.compile(spec, "baseline", man["seed"]), layouts=tuple(lays))
     inp = model_inputs(plan)
     if not plan.layouts and not inp.messages:
