@@ -284,7 +284,7 @@ def compare_split(runs: list[dict]) -> dict:
     gain over the baseline's, over the ideal-priority gain)."""
     by = defaultdict(lambda: defaultdict(list))
     for r in runs:
-        emulated_jct = {j["job"]: j["jct_s"] for j in r["jobs"]}
+        done = {j["job"]: j["jct_s"] is not None for j in r["jobs"]}
         for j in (r.get("split") or {}).get("jobs", []):
             for c in j["collectives"]:
                 for k in ("routing_x", "transport_x", "ideal_gain", "bound_s", "fluid_s",
@@ -293,7 +293,7 @@ def compare_split(runs: list[dict]) -> dict:
                         by[r["scheme"]][k].append(c[k])
             jct = {"jct_bound_s": sum(c["bound_s"] for c in j["collectives"]),
                    "jct_fluid_s": j["fluid_jct_s"], "jct_ideal_s": j["ideal_jct_s"],
-                   "jct_emulated_s": emulated_jct.get(j["job"])}
+                   "jct_emulated_s": j.get("emulated_jct_s") if done.get(j["job"]) else None}
             for k, v in jct.items():
                 if v is not None:
                     by[r["scheme"]][k].append(v)

@@ -121,9 +121,12 @@ def _job_splits(run: RunFolder, plan, fluid: dict) -> list[dict]:
                  "ideal_s": i and i["cct_s"], "emulated_s": e and e["cct_s"]}
             c.update(_factors(c))
             out.append(c)
+        # the job's span, the same way for all three: first collective's start to the
+        # last one's end (a training job's compute before its first all-reduce is out)
         jobs.append({"job": lay.job, "collectives": out,
                      "fluid_jct_s": _span(colls["baseline"], lay.job),
-                     "ideal_jct_s": _span(colls["ideal-priority"], lay.job)})
+                     "ideal_jct_s": _span(colls["ideal-priority"], lay.job),
+                     "emulated_jct_s": _span(emulated, lay.job)})
     return jobs
 
 
