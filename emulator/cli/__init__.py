@@ -304,16 +304,21 @@ def _cmd_cli(args) -> int:
 
 
 def _reclaim_killed(out: str) -> bool:
-    """True if ``out`` held nothing but the folders of killed runs (a SIGKILLed runner):
-    then what they left is removed, said, and ``out`` is empty again."""
+    """True if ``out`` held nothing but the folders of runs that never finished (a
+    SIGKILLed runner, a Ctrl-C): then what they left is removed, said, and ``out`` is
+    empty again, so the same command can run again."""
     from emulator.launch import ledger
+    from emulator.rundir import RunFolder
     entries = [os.path.join(out, e) for e in os.listdir(out)]
-    if not entries or not all(os.path.isdir(e) and ledger.state(e) in ("killed", "cleaned")
-                              for e in entries):
+
+    def unfinished(e):
+        return (os.path.isdir(e) and not RunFolder(e).done
+                and ledger.state(e) in ("killed", "cleaned", "closed"))
+    if not entries or not all(unfinished(e) for e in entries):
         return False
     for e in entries:
-        removed = ledger.reclaim(e)
-        print(f"symphony-emu: {e}: a killed run; removed "
+        removed = ledger.reclaim(e, unfinished=True)
+        print(f"symphony-emu: {e}: a run that did not finish; removed "
               f"{', '.join(removed) if removed else 'nothing left on the machine'}, "
               "and its partial files")
         os.rmdir(e)

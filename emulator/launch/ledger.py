@@ -217,11 +217,13 @@ def run_dirs_with_ledgers(path: str) -> list[str]:
     return out
 
 
-def reclaim(rundir: str) -> list[str] | None:
+def reclaim(rundir: str, unfinished: bool = False) -> list[str] | None:
     """A killed run's folder made reusable: what it left on the machine removed
-    (:func:`clean`) and its partial files deleted. None if ``rundir`` holds no killed
-    run (nothing done)."""
-    if state(rundir) not in ("killed", "cleaned"):
+    (:func:`clean`) and its partial files deleted. With ``unfinished`` (the caller knows
+    the run wrote no measurements), also a run that was interrupted and tore down
+    (``closed``). None if there was nothing to take back (nothing done)."""
+    st = state(rundir)
+    if st not in ("killed", "cleaned") and not (unfinished and st == "closed"):
         return None
     removed = clean(rundir)
     import shutil

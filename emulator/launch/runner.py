@@ -72,12 +72,14 @@ def casualties(fab, procs: HostProcesses | None) -> list[str]:
 def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> dict:
     """One (scheme, seed) run into ``rundir``; returns the live measurements."""
     plan = planning.compile(spec, scheme, seed)
-    removed = ledger.reclaim(rundir)             # a killed earlier try of this very run
+    folder = RunFolder(rundir)
+    # an earlier, unfinished try of this very run (killed, or interrupted): its partial
+    # telemetry must not mix with this one's
+    removed = ledger.reclaim(rundir, unfinished=not folder.done)
     if removed is not None:
-        print(f"symphony-emu: {rundir}: an earlier try was killed; removed "
+        print(f"symphony-emu: {rundir}: an earlier try did not finish; removed "
               f"{', '.join(removed) or 'nothing left on the machine'} and its files",
               file=sys.stderr)
-    folder = RunFolder(rundir)
     folder.write_manifest(plan, spec)
     meas = {"timed_out": False, "host_exit": {}}
     cpu = CpuMeter()
