@@ -17,7 +17,7 @@ run plan and completed (ports, paths) by ``topologies.fabric`` when the switch s
      "symphony": {"k": 0.01, "tau": 0.25, "t_win_s": 0.1, "n_warmup": 2, "n_sample": 8,
                   "tracking": "job"},
      "drop_fraction": 0.0, "sample_interval_s": 0.01, "kernel_sample_interval_s": 0.1,
-     "telemetry_path": "run/s1.jsonl", "control_path": "run/s1.ctl"}
+     "telemetry_path": "run/s1.jsonl", "control_name": "symphony-emu/<run>/s1"}
 
 All times and rates are emulated values (already scaled; see ``hosts.scale``).
 """
@@ -42,7 +42,8 @@ from switch_agent.kernel_queues import KernelQueues
 from switch_agent.nfqueue import NfQueue, queue_stats
 from hosts.config import ConfigError, check, to_dict
 from switch_agent.config import AgentConfig
-from switch_agent.control import MAX_DATAGRAM_BYTES, SYMPHONY_KEYS, CommandError, parse_command
+from switch_agent.control import (MAX_DATAGRAM_BYTES, SYMPHONY_KEYS, CommandError, address,
+                                  parse_command)
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
 from switch_agent.symphony import SymphonyTracker, WindowRecord
@@ -212,11 +213,10 @@ class Agent:
     def run(self) -> int:
         cfg = self.cfg
         self.nfq = NfQueue(cfg.queue_num)
-        if cfg.control_path:
-            if os.path.exists(cfg.control_path):
-                os.unlink(cfg.control_path)
+        if cfg.control_name:
+            # abstract: visible only in this (the switch's) network namespace
             self.ctl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            self.ctl.bind(cfg.control_path)
+            self.ctl.bind(address(cfg.control_name))
             self.ctl.setblocking(False)
         self.telemetry.write({"type": "start", "t_s": time.monotonic(), "pid": os.getpid(),
                               "config": cfg.to_dict()})
@@ -273,10 +273,6 @@ class Agent:
             self.kernel.close()
         if self.ctl is not None:
             self.ctl.close()
-            try:
-                os.unlink(self.cfg.control_path)
-            except FileNotFoundError:
-                pass
         self.telemetry.write(final)
         self.telemetry.write({"type": "flow_ports", "switch": self.cfg.switch, "flows": [
             [job, channel, step, socket.inet_ntoa(ips[:4]), socket.inet_ntoa(ips[4:]), port]

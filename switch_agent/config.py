@@ -95,7 +95,7 @@ class AgentConfig(Codec):
     sample_interval_s: float = 0.01
     kernel_sample_interval_s: float = 0.1   # fidelity: kernel qdisc vs model (0: off)
     telemetry_path: str | None = None
-    control_path: str | None = None
+    control_name: str | None = None         # abstract socket (switch_agent.control)
 
     def __post_init__(self):
         check(self.scheme in SCHEMES, "scheme", self.scheme, f"allowed: {', '.join(SCHEMES)}")

@@ -1,4 +1,5 @@
-"""The agent's control channel: JSON commands on a Unix datagram socket.
+"""The agent's control channel: JSON commands on an abstract Unix datagram socket in the
+switch's network namespace, reachable only from that namespace (docs/architecture.md §5).
 
 Commands (each answered with ``{"ok": true, ...}`` or ``{"ok": false, "error": "..."}``,
 the error naming the command, the key, the value and what is allowed):
@@ -20,11 +21,12 @@ its known keys, scalar values); the values' ranges are the typed configs'
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
 import socket
-import tempfile
+import threading
 
 from switch_agent.config import RedParams
 
@@ -123,21 +125,84 @@ def parse_command(data: bytes) -> tuple[str, dict]:
     return kind, args
 
 
-def send_command(path: str, command: dict, timeout_s: float = 5.0) -> dict:
-    """Send one command to the agent listening on ``path`` and return its reply."""
-    tmpdir = tempfile.mkdtemp(prefix="symctl-")
-    me = os.path.join(tmpdir, "c")
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    try:
-        s.bind(me)
-        s.settimeout(timeout_s)
-        s.sendto(json.dumps(command).encode(), path)
-        reply = json.loads(s.recv(1 << 20))
-    finally:
-        s.close()
+# --- the channel ---------------------------------------------------------------------
+#
+# The agent binds an *abstract* Unix socket (no file: a name in the kernel, scoped to the
+# network namespace of the socket that binds it) inside its switch's namespace. Only a
+# socket of that namespace can send to it: not a host's process (hosts have their own
+# namespaces), not one in the root namespace. The runner makes its client socket in the
+# switch's namespace (netns_socket) without leaving its own.
+
+CLONE_NEWNET = 0x40000000
+_libc = None
+
+
+def control_name(rundir: str, switch: str) -> str:
+    """The abstract socket name of ``switch``'s agent (unique per run folder and switch)."""
+    run = hashlib.sha1(os.path.abspath(rundir).encode()).hexdigest()[:12]
+    return f"symphony-emu/{run}/{switch}"
+
+
+def address(name: str) -> str:
+    """The socket address of an abstract name (a leading NUL byte: no file)."""
+    return "\0" + name
+
+
+def _setns(fd: int) -> None:
+    if hasattr(os, "setns"):                       # Python >= 3.12
+        os.setns(fd, CLONE_NEWNET)
+        return
+    import ctypes
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"setns: {os.strerror(e)}")
+
+
+def netns_socket(pid: int) -> socket.socket:
+    """A Unix datagram socket of the network namespace of process ``pid``. A socket keeps
+    the namespace it was created in, and setns() moves only the calling thread: a
+    short-lived thread enters the namespace, creates the socket and ends, so no other
+    thread of this process ever leaves its namespace."""
+    out: list = []
+
+    def make():
         try:
-            os.unlink(me)
-        except FileNotFoundError:
-            pass
-        os.rmdir(tmpdir)
-    return reply
+            fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                _setns(fd)
+            finally:
+                os.close(fd)
+            out.append(socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
+        except BaseException as e:                 # handed to the caller's thread
+            out.append(e)
+
+    t = threading.Thread(target=make, name=f"netns-socket-{pid}", daemon=True)
+    t.start()
+    t.join()
+    if isinstance(out[0], BaseException):
+        raise out[0]
+    return out[0]
+
+
+def client_socket(netns_pid: int | None = None) -> socket.socket:
+    """A socket to talk to agents with: in the network namespace of ``netns_pid`` (a
+    switch's shell) or in this one; autobound to an abstract address for the replies."""
+    s = (netns_socket(netns_pid) if netns_pid is not None
+         else socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))
+    s.bind("")
+    return s
+
+
+def send_command(name: str, command: dict, timeout_s: float = 5.0, *,
+                 netns_pid: int | None = None) -> dict:
+    """Send one command to the agent bound to the abstract ``name`` and return its reply.
+    ``netns_pid``: a process in the agent's network namespace (the switch's shell); the
+    client socket is made there, as no other namespace can reach the agent. OSError if no
+    agent listens there (ConnectionRefusedError) or none answers in time (TimeoutError)."""
+    with client_socket(netns_pid) as s:
+        s.settimeout(timeout_s)
+        s.sendto(json.dumps(command).encode(), address(name))
+        return json.loads(s.recv(1 << 20))

@@ -40,6 +40,7 @@ from dataclasses import replace
 from mininet.node import Host, Switch
 
 from hosts.config import check, finite
+from switch_agent import control
 from switch_agent.config import AgentConfig, PortParams, default_agent
 from hosts.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
 
@@ -423,7 +424,7 @@ class FabricSwitch(OwnedNode, Switch):
         self.rundir = rundir
         self.with_agent = with_agent
         self.agent_proc: subprocess.Popen | None = None
-        self.agent_config_path = self.telemetry_path = self.control_path = None
+        self.agent_config_path = self.telemetry_path = self.control_name = None
 
     def start(self, controllers):
         cmds = ["sysctl -qw net.ipv4.ip_forward=1",
@@ -486,13 +487,11 @@ class FabricSwitch(OwnedNode, Switch):
         os.makedirs(self.rundir, exist_ok=True)
         cfg = replace(self.agent_config, switch=self.name, ports=ports,
                       telemetry_path=os.path.join(self.rundir, f"{self.name}.jsonl"),
-                      control_path=os.path.join(self.rundir, f"{self.name}.ctl"))
+                      control_name=control.control_name(self.rundir, self.name))
         self.agent_config_path = os.path.join(self.rundir, f"{self.name}.agent.json")
         with open(self.agent_config_path, "w") as f:
             json.dump(cfg.to_dict(), f, indent=1)
-        self.telemetry_path, self.control_path = cfg.telemetry_path, cfg.control_path
-        if os.path.exists(self.control_path):
-            os.unlink(self.control_path)
+        self.telemetry_path, self.control_name = cfg.telemetry_path, cfg.control_name
         log = open(os.path.join(self.rundir, f"{self.name}.agent.log"), "w")
         env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.agent_proc = self.popen([sys.executable, "-m", "switch_agent",
@@ -500,7 +499,7 @@ class FabricSwitch(OwnedNode, Switch):
                                      stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)
         log.close()
         deadline = time.monotonic() + timeout_s
-        while not os.path.exists(self.control_path):
+        while not self._agent_answers():
             if self.agent_proc.poll() is not None:
                 with open(os.path.join(self.rundir, f"{self.name}.agent.log")) as f:
                     raise RuntimeError(f"switch agent of {self.name} exited with "
@@ -509,6 +508,15 @@ class FabricSwitch(OwnedNode, Switch):
                 self.stop_agent()
                 raise RuntimeError(f"switch agent of {self.name} not ready after {timeout_s} s")
             time.sleep(0.02)
+
+    def _agent_answers(self) -> bool:
+        """Ready: the agent answers ``stats`` on its control socket, from inside this
+        switch's namespace (the only place it can be reached from)."""
+        try:
+            control.send_command(self.control_name, {"cmd": "stats"}, 0.5, netns_pid=self.pid)
+            return True
+        except OSError:                 # not bound yet (refused) or not answering yet
+            return False
 
     def stop_agent(self, timeout_s: float = 5.0) -> int | None:
         """SIGTERM the agent (it writes its final counters) and reap it; SIGKILL if stuck."""

@@ -174,15 +174,16 @@ class Fabric:
     def agent(self, switch: str, command: dict, timeout_s: float = 5.0) -> dict:
         """Send a control command to a switch's agent (see ``switch_agent.control``)."""
         sw = self.net[switch]
-        if sw.control_path is None:
+        if sw.control_name is None:
             raise RuntimeError(f"{switch} runs no agent")
-        reply = send_command(sw.control_path, command, timeout_s)
+        # the agent is reachable only from its switch's network namespace (control.py)
+        reply = send_command(sw.control_name, command, timeout_s, netns_pid=sw.pid)
         if not reply.get("ok"):
             raise RuntimeError(f"agent {switch} rejected {command}: {reply.get('error')}")
         return reply
 
     def agents(self, command: dict) -> dict[str, dict]:
-        return {s.name: self.agent(s.name, command) for s in self.switches if s.control_path}
+        return {s.name: self.agent(s.name, command) for s in self.switches if s.control_name}
 
 
 def _hold_signals() -> dict:
