@@ -1,0 +1,217 @@
+"""How much CPU a data packet costs the host processes and the switch agents, and how
+often each process wakes up (issue 15).
+
+    sudo .venv/bin/python benchmarks/host_cpu.py [--spec runs/table1.toml] [--symphony] \
+        [--seeds 1] [--set scale.dilation=1000 --set topology.routing=static] \
+        [--out runs/out/host_cpu] [--json FILE]
+
+Runs the spec (baseline; ``--symphony`` also the Symphony scheme) through the normal
+runner (``emulator.launch.runner.run_one``), one run per (scheme, seed), and prints per
+process kind:
+
+* ``CPU/pkt``: CPU seconds (user + system, the process's own ``getrusage``: the rank
+  summary's and the agent final record's ``cpu_s``) over data packets. For ranks, the
+  packets are the unique data packets their send flows carried (``send_flow`` records'
+  ``packets``); for agents, the packets they handled (final ``counters``), i.e. per hop.
+* ``run CPU/pkt``: the same, with the CPU measured from /proc between t = 0 and the
+  process's end only (no imports, no set-up of expected results).
+* ``wakeups/s``: voluntary + involuntary context switches per second of the run, per
+  process, from ``/proc/<pid>/status``, sampled every 0.2 s for each process the run's
+  ledger (``<run>/ledger.jsonl``) records, between t = 0 and the last sample before the
+  process ended.
+
+and per run the collective time over the lockstep bound (median and worst of the
+passes) and the fidelity verdict. Goal (issue 15): ranks <= 40 µs CPU per data packet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from emulator.analysis import report  # noqa: E402
+from emulator.launch import ledger, runner  # noqa: E402
+from emulator.rundir import RunFolder  # noqa: E402
+from emulator.spec import load  # noqa: E402
+from topologies.fabric import REPO_ROOT  # noqa: E402
+
+GOAL_RANK_US_PER_PKT = 40.0
+SAMPLE_S = 0.2
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def proc_sample(pid: int) -> tuple[int, float] | None:
+    """(context switches so far, CPU seconds so far) of a live process, or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            status = f.read()
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read().rsplit(") ", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    cs = sum(int(line.split()[1]) for line in status.splitlines()
+             if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+    return cs, (int(stat[11]) + int(stat[12])) * TICK_S       # utime, stime
+
+
+def process_kind(name: str) -> str | None:
+    if "hosts.rank" in name or "hosts.host" in name:
+        return "ranks"
+    if "switch_agent" in name:
+        return "agents"
+    return None
+
+
+class Sampler(threading.Thread):
+    """Samples every process the run's ledger records until stopped: per pid, a list of
+    (monotonic time, context switches, CPU seconds)."""
+
+    def __init__(self, rundir: str):
+        super().__init__(daemon=True)
+        self.rundir = rundir
+        self.procs: dict[int, tuple[str, str]] = {}       # pid -> (kind, name)
+        self.series: dict[int, list[tuple[float, int, float]]] = {}
+        self.cwd: dict[int, str] = {}
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.wait(SAMPLE_S):
+            for rec in ledger.read(self.rundir):
+                kind = process_kind(rec.get("name", "")) if rec.get("kind") == "process" else None
+                if kind and rec.get("pid") and rec["pid"] not in self.procs:
+                    self.procs[rec["pid"]] = (kind, rec["name"])
+            now = time.monotonic()
+            for pid in self.procs:
+                s = proc_sample(pid)
+                if s is not None:
+                    self.series.setdefault(pid, []).append((now, *s))
+                    if pid not in self.cwd:
+                        try:
+                            self.cwd[pid] = os.readlink(f"/proc/{pid}/cwd")
+                        except OSError:
+                            pass
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+    def during(self, t_start: float) -> dict[str, list[tuple[float, int, float]]]:
+        """Per kind, per process: (seconds, context switches, CPU seconds) from the first
+        sample at or after ``t_start`` to its last sample."""
+        out: dict[str, list] = {"ranks": [], "agents": []}
+        for pid, samples in self.series.items():
+            run = [s for s in samples if s[0] >= t_start]
+            if len(run) >= 2:
+                (t0, c0, u0), (t1, c1, u1) = run[0], run[-1]
+                out[self.procs[pid][0]].append((t1 - t0, c1 - c0, u1 - u0))
+        return out
+
+
+def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
+    if os.path.exists(rundir):
+        shutil.rmtree(rundir)               # the benchmark's own folder: always a fresh run
+    os.makedirs(rundir)
+    sampler = Sampler(rundir)
+    sampler.start()
+    try:
+        meas = runner.run_one(spec, scheme, seed, rundir)
+    finally:
+        sampler.stop()
+    folder = RunFolder(rundir)
+    res = report.analyze_run(rundir)
+    ranks = list(meas.get("rank_summaries", {}).values())
+    rank_pkts = sum(r["packets"] for r in folder.host_records("send_flow"))
+    rank_tx = sum(r.get("counters", {}).get("data_tx", 0) for r in ranks)
+    agents = [a for a in meas.get("agents", {}).values() if "counters" in a]
+    finals = [r for sw in meas.get("agents", {}) for r in folder.agent_records(sw, "final")]
+    during = sampler.during(meas.get("t_start", float("inf")))
+    ratios = [c["cct_ratio"] for j in res["jobs"] for c in j["collectives"]
+              if c["cct_ratio"] is not None]
+
+    def kind_row(kind: str, cpu_s: float, pkts: int, nprocs: int) -> dict:
+        d = during[kind]
+        run_cpu = sum(x[2] for x in d)
+        return {"processes": nprocs, "cpu_s": cpu_s, "packets": pkts,
+                "us_per_pkt": 1e6 * cpu_s / pkts if pkts else None,
+                "run_cpu_s": run_cpu,
+                "run_us_per_pkt": 1e6 * run_cpu / pkts if pkts and d else None,
+                "wakeups_per_s": statistics.mean(x[1] / x[0] for x in d if x[0] > 0)
+                if d else None,
+                "sampled": len(d)}
+
+    cwds = sorted(set(sampler.cwd[p] for p in sampler.cwd if sampler.procs[p][0] == "ranks"))
+    return {"scheme": scheme, "seed": seed, "rundir": rundir,
+            "dilation": spec.scale.dilation, "routing": spec.topology.routing,
+            "ranks": {**kind_row("ranks", sum(r.get("cpu_s", 0) for r in ranks), rank_pkts,
+                                 len(ranks)), "data_tx": rank_tx},
+            "agents": kind_row("agents", sum(f.get("cpu_s", 0) for f in finals),
+                               sum(a["counters"]["pkts"] for a in agents), len(agents)),
+            "cct_ratio_median": statistics.median(ratios) if ratios else None,
+            "cct_ratio_max": max(ratios) if ratios else None,
+            "faithful": res["fidelity"]["faithful"], "reasons": res["fidelity"]["reasons"],
+            "cpu_busy": meas.get("cpu_busy"), "wall_s": meas.get("wall_s"),
+            "rank_cwd": cwds}
+
+
+def fmt(v, spec: str, unit: str = "") -> str:
+    return "-" if v is None else f"{v:{spec}}{unit}"
+
+
+def print_row(r: dict) -> None:
+    print(f"{r['scheme']} seed {r['seed']}, D = {r['dilation']}, {r['routing']}: "
+          f"CCT/bound {fmt(r['cct_ratio_median'], '.3f')} (worst {fmt(r['cct_ratio_max'], '.3f')}), "
+          f"{'faithful' if r['faithful'] else 'UNFAITHFUL'}, CPU busy "
+          f"{fmt(r['cpu_busy'], '.0%')}, {fmt(r['wall_s'], '.1f', ' s')} wall"
+          + (f"; reasons: {'; '.join(r['reasons'])}" if r["reasons"] else ""))
+    print(f"  {'kind':<7} {'procs':>5} {'CPU s':>7} {'packets':>8} {'CPU/pkt':>10} "
+          f"{'run CPU/pkt':>11} {'wakeups/s':>10}")
+    for kind in ("ranks", "agents"):
+        k = r[kind]
+        print(f"  {kind:<7} {k['processes']:>5} {k['cpu_s']:>7.2f} {k['packets']:>8} "
+              f"{fmt(k['us_per_pkt'], '.1f', ' µs'):>10} {fmt(k['run_us_per_pkt'], '.1f', ' µs'):>11}"
+              f" {fmt(k['wakeups_per_s'], '.0f'):>10}")
+    print(f"  (ranks: {r['ranks']['data_tx']} data packets sent with retransmissions; "
+          f"agents: packets per hop; code run from {', '.join(r['rank_cwd']) or '?'})",
+          flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--spec", default=os.path.join(REPO_ROOT, "runs", "table1.toml"))
+    ap.add_argument("--symphony", action="store_true", help="also run the Symphony scheme")
+    ap.add_argument("--seeds", default="1", help="comma-separated, e.g. 1,2,3")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a spec override, e.g. scale.dilation=1000 (repeatable)")
+    ap.add_argument("--out", default=os.path.join(REPO_ROOT, "runs", "out", "host_cpu"))
+    ap.add_argument("--json", help="also append each run's figures to this file (JSON lines)")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("benchmarks/host_cpu.py: needs root (network namespaces)", file=sys.stderr)
+        return 2
+    spec = load(args.spec, args.set)
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    schemes = ["baseline"] + (["symphony"] if args.symphony else [])
+    rows = []
+    for scheme in schemes:
+        for seed in seeds:
+            r = measure(spec, scheme, seed, os.path.join(args.out, f"{scheme}-s{seed}"))
+            rows.append(r)
+            print_row(r)
+            if args.json:
+                with open(args.json, "a") as f:
+                    f.write(json.dumps(r) + "\n")
+    worst = max((r["ranks"]["us_per_pkt"] or 0) for r in rows)
+    print(f"rank CPU per data packet: {worst:.1f} µs at most (goal <= {GOAL_RANK_US_PER_PKT:g} µs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
