@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from typing import Callable
 
 from hosts.config import HostConfig
+
+PROFILE_ENV = "SYMPHONY_EMU_PROFILE_DIR"    # set: each host process writes <dir>/<host>.prof
 
 
 def config_main(prog: str, doc: str, run: Callable[[HostConfig, Callable[[], float]], dict],
@@ -24,7 +27,14 @@ def config_main(prog: str, doc: str, run: Callable[[HostConfig, Callable[[], flo
     with open(args.config) as f:
         cfg = HostConfig.from_dict(json.load(f))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    summary = run(cfg, wait_start)
+    profile_dir = os.environ.get(PROFILE_ENV)
+    if profile_dir:                    # a CPU profile of this process (benchmarks/host_cpu.py)
+        import cProfile
+        prof = cProfile.Profile()
+        summary = prof.runcall(run, cfg, wait_start)
+        prof.dump_stats(os.path.join(profile_dir, f"{cfg.name}.prof"))
+    else:
+        summary = run(cfg, wait_start)
     print(json.dumps(summary), flush=True)
     return 0 if summary["ok"] else 1
 
