@@ -87,6 +87,13 @@ class GbnSender:
             self.last_progress_s = now_s
         self.snd_nxt = expected_psn           # go back (or forward, past what was resent)
 
+    def timeout_at(self) -> float | None:
+        """When :meth:`check_timeout` fires unless an ACK or a send comes first (None: no
+        data out, no timer)."""
+        if self.done or self.snd_una >= self.high_water:
+            return None
+        return self.last_progress_s + self.rto_s
+
     def check_timeout(self, now_s: float) -> bool:
         """Rewind to snd_una if data is out and for rto_s nothing was acknowledged or sent."""
         if self.done or self.snd_una >= self.high_water:

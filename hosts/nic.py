@@ -22,6 +22,7 @@ per packet.
 
 from __future__ import annotations
 
+import math
 import select
 import socket
 import time
@@ -73,6 +74,8 @@ class SendFlow:
     bytes_sent: int = 0
     rate_samples: list = field(default_factory=list)
     t_sample_s: float = 0.0
+    addr: tuple = ()             # (peer, 4791): sendto's destination
+    icrc_seeds: dict = field(default_factory=dict)   # frame length -> wire.icrc_seed
 
 
 @dataclass
@@ -84,7 +87,7 @@ class RecvFlow:
     peer: str
     gbn: GbnReceiver
     start_s: float
-    chunks: list = field(default_factory=list)
+    message: bytearray = field(default_factory=bytearray)   # delivered bytes, in order
     nbytes: int = 0
     ce: int = 0
     cnps: int = 0
@@ -123,6 +126,13 @@ class Nic:
         self._rr_pos = 0
         self.t_nic_s = 0.0
         self._cmsg = socket.CMSG_SPACE(4)
+        # one receive and one send buffer, reused for every packet (no per-packet allocation)
+        self._rbuf = bytearray(65536)
+        self._rview = memoryview(self._rbuf)
+        self._sbuf = bytearray(wire.BTH_BYTES + transport.mtu_bytes + 3 + wire.ICRC_BYTES)
+        self._sview = memoryview(self._sbuf)
+        self._rlist = [self.sock]
+        self._icrc_seeds: dict = {}        # (src, sport, udp length) -> wire.icrc_seed
         self.pacing_late_s = [0, 0.0, 0.0]          # samples, sum, max
         self.counters = {"data_rx": 0, "ack_rx": 0, "nak_rx": 0, "cnp_rx": 0, "bad_icrc": 0,
                          "unknown_flow": 0, "cnp_tx": 0, "ack_tx": 0, "nak_tx": 0,
@@ -154,7 +164,7 @@ class Nic:
         flow = SendFlow(key, job, channel, step, peer_ip, sport, data, (pkey, dqpn),
                         GbnSender(n_packets, self.tp.rto_s, now, self.tp.max_outstanding),
                         self.cc.controller(now), s, now, on_complete, t_next_s=now,
-                        t_sample_s=now)
+                        t_sample_s=now, addr=(peer_ip, wire.ROCE_UDP_PORT))
         self.senders[key] = flow
         self._rr.append(flow)
         return flow
@@ -170,18 +180,18 @@ class Nic:
             now = self.clock()
             if now >= deadline:
                 return False
-            self.poll(min(deadline - now, 0.05))
+            self.poll(deadline - now)
         return True
 
     def poll(self, max_wait_s: float) -> None:
-        """One turn: receive what arrived, send what is due, wait for the next event."""
+        """One turn: receive what arrived, send what is due, then sleep until the next
+        departure, retransmission timeout or arrival, ``max_wait_s`` at most; an arrival
+        that ends the sleep is handled before returning, so the caller sees its effect."""
         self._receive()
         now = self.clock()
-        wait = self._send_due(now)
-        self._check_timers(now)
-        wait = min(max_wait_s, wait)
-        if wait > 0:
-            select.select([self.sock], [], [], wait)
+        wait = min(max_wait_s, self._send_due(now), self._check_timers(now) - now)
+        if wait > 0 and select.select(self._rlist, [], [], wait)[0]:
+            self._receive()
 
     def close(self) -> None:
         for f in list(self.senders.values()):
@@ -211,50 +221,61 @@ class Nic:
         """Send every packet that is due; return the time until the next one is."""
         rr = self._rr
         if not rr:
-            return 1.0
+            return math.inf
         mtu = self.tp.mtu_bytes
+        buf, view = self._sbuf, self._sview
+        pl = self.pacing_late_s
+        counters = self.counters
         while True:
             if now < self.t_nic_s:
                 return self.t_nic_s - now
             soonest = None
             chosen = None
             n = len(rr)
+            pos = self._rr_pos
             for i in range(n):
-                f = rr[(self._rr_pos + i) % n]
-                if f.gbn.next_psn() is None:
+                f = rr[(pos + i) % n]
+                psn = f.gbn.next_psn()
+                if psn is None:
                     continue
                 if f.t_next_s <= now:
                     chosen = f
-                    self._rr_pos = (self._rr_pos + i + 1) % n
+                    self._rr_pos = (pos + i + 1) % n
                     break
                 if soonest is None or f.t_next_s < soonest:
                     soonest = f.t_next_s
             if chosen is None:
-                return (soonest - now) if soonest is not None else 1.0
+                return (soonest - now) if soonest is not None else math.inf
             f = chosen
-            psn = f.gbn.next_psn()
+            g = f.gbn
             payload = f.data[psn * mtu:(psn + 1) * mtu]
-            op = wire.data_opcode(psn, f.gbn.n_packets)
-            body = wire.build_data(f.job, f.channel, f.step, psn, op, payload,
-                                   ackreq=op in wire.LAST_OPCODES)
-            frame = wire.with_icrc(self.ip, f.peer, f.sport, body)
+            op = wire.data_opcode(psn, g.n_packets)
+            nbytes = len(payload)
+            frame_len = wire.BTH_BYTES + nbytes + (-nbytes & 3) + wire.ICRC_BYTES
+            seed = f.icrc_seeds.get(frame_len)
+            if seed is None:
+                seed = f.icrc_seeds[frame_len] = wire.icrc_seed(
+                    self._ip_bytes, socket.inet_aton(f.peer), f.sport, wire.ROCE_UDP_PORT,
+                    wire.UDP_HEADER_BYTES + frame_len)
+            pkey, dqpn = f.frames_hdr
+            wire.data_frame_into(buf, seed, op, pkey, dqpn, psn, payload,
+                                 ackreq=op in wire.LAST_OPCODES)
             try:
-                f.sock.sendto(frame, (f.peer, wire.ROCE_UDP_PORT))
+                f.sock.sendto(view[:frame_len], f.addr)
             except (BlockingIOError, OSError):
-                self.counters["send_errors"] += 1
+                counters["send_errors"] += 1
                 self.t_nic_s = now + 0.001
                 return 0.001
-            self.counters["data_tx"] += 1
-            wire_bytes = len(frame) + WIRE_EXTRA_BYTES
+            counters["data_tx"] += 1
+            wire_bytes = frame_len + WIRE_EXTRA_BYTES
             late = now - max(f.t_next_s, self.t_nic_s)
-            pl = self.pacing_late_s
             pl[0] += 1
             pl[1] += late
             if late > pl[2]:
                 pl[2] = late
-            f.gbn.sent(psn, now)
-            f.bytes_sent += len(payload)
-            f.cc.on_sent(len(frame), now)
+            g.sent(psn, now)
+            f.bytes_sent += nbytes
+            f.cc.on_sent(frame_len, now)
             # Next departure: no catching up by more than one packet after a late send.
             qp_gap = wire_bytes * 8 / f.cc.rate_bps
             f.t_next_s = max(f.t_next_s, now - qp_gap) + qp_gap
@@ -267,15 +288,17 @@ class Nic:
 
     # --- receiving -----------------------------------------------------------------
     def _receive(self) -> None:
-        recvmsg = self.sock.recvmsg
+        """Handle every datagram waiting on the host's socket (read into one reused buffer)."""
+        recvmsg_into, bufs, view = self.sock.recvmsg_into, [self._rbuf], self._rview
         while True:
             try:
-                data, anc, _, addr = recvmsg(65536, self._cmsg)
+                n, anc, _, addr = recvmsg_into(bufs, 0, self._cmsg)
             except BlockingIOError:
                 return
             now = self.clock()
-            if len(data) < wire.BTH_BYTES + wire.ICRC_BYTES:
+            if n < wire.BTH_BYTES + wire.ICRC_BYTES:
                 continue
+            data = view[:n]
             op = data[0]
             if op in wire.DATA_OPCODES:
                 tos = anc[0][2][0] if anc else 0
@@ -289,51 +312,61 @@ class Nic:
                 if f is not None:
                     f.cc.on_cnp(now)
 
-    def _on_data(self, data: bytes, src: str, sport: int, tos: int, now: float) -> None:
+    def _on_data(self, data: memoryview, src: str, sport: int, tos: int, now: float) -> None:
+        """One data packet; ``data`` is a view of the receive buffer, valid until the next
+        receive (what is kept is copied)."""
         self.counters["data_rx"] += 1
+        n = len(data)
         if self.tp.verify_icrc:
-            crc = wire.ICRC.unpack_from(data, len(data) - wire.ICRC_BYTES)[0]
-            if crc != wire.icrc(socket.inet_aton(src), self._ip_bytes, sport, wire.ROCE_UDP_PORT,
-                                data[:-wire.ICRC_BYTES]):
+            key = (src, sport, n)
+            seed = self._icrc_seeds.get(key)
+            if seed is None:
+                seed = self._icrc_seeds[key] = wire.icrc_seed(
+                    socket.inet_aton(src), self._ip_bytes, sport, wire.ROCE_UDP_PORT,
+                    wire.UDP_HEADER_BYTES + n)
+            crc = zlib.crc32(data[:4], seed)
+            crc = zlib.crc32(b"\xff", crc)
+            crc = zlib.crc32(data[5:n - wire.ICRC_BYTES], crc)
+            if crc & 0xFFFFFFFF != wire.ICRC.unpack_from(data, n - wire.ICRC_BYTES)[0]:
                 self.counters["bad_icrc"] += 1
                 return
-        bth = wire.parse_bth(data)
-        key = (src, bth.pkey, bth.dqpn)
+        opcode, flags, pkey, qp, psn = wire.BTH.unpack_from(data)
+        dqpn, psn = qp & wire.PSN_MASK, psn & wire.PSN_MASK
+        last = opcode in wire.LAST_OPCODES
+        key = (src, pkey, dqpn)
         f = self.receivers.get(key)
         if f is None:
             done = self.done_receivers.get(key)
             if done is not None:                 # a retransmission after completion
-                _, resp = done.gbn.on_data(bth.psn, bth.opcode in wire.LAST_OPCODES, now)
+                _, resp = done.gbn.on_data(psn, last, now)
                 if resp is not None:
-                    self._send_ack(src, bth.pkey, bth.dqpn, resp)
+                    self._send_ack(src, pkey, dqpn, resp)
                 return
-            f = RecvFlow(key, wire.job_of(bth.pkey), wire.channel_of(bth.dqpn),
-                         wire.step_of(bth.dqpn), src,
+            f = RecvFlow(key, wire.job_of(pkey), wire.channel_of(dqpn), wire.step_of(dqpn), src,
                          GbnReceiver(self.tp.ack_every, self.tp.nak_timeout_s), now,
                          t_sample_s=now)
             self.receivers[key] = f
         if tos & 3 == wire.ECN_CE:
             f.ce += 1
             if self.np.on_ce(key, now):
-                self._send(wire.build_cnp(bth.pkey, bth.dqpn), src)
+                self._send(wire.build_cnp(pkey, dqpn), src)
                 f.cnps += 1
                 self.counters["cnp_tx"] += 1
-        last = bth.opcode in wire.LAST_OPCODES
-        deliver, resp = f.gbn.on_data(bth.psn, last, now)
+        deliver, resp = f.gbn.on_data(psn, last, now)
         if deliver:
-            chunk = wire.data_payload(data)
-            f.chunks.append(chunk)
-            f.nbytes += len(chunk)
+            pad = (flags >> 4) & 3
+            f.message += data[wire.BTH_BYTES:n - wire.ICRC_BYTES - pad]
+            f.nbytes = len(f.message)
             if now - f.t_sample_s >= self.tp.rate_sample_s:
                 f.goodput_samples.append((round(now, 6), f.nbytes))
                 f.t_sample_s = now
         if resp is not None:
-            self._send_ack(src, bth.pkey, bth.dqpn, resp)
+            self._send_ack(src, pkey, dqpn, resp)
         if deliver and last:
             f.end_s = now
             f.goodput_samples.append((round(now, 6), f.nbytes))
-            message = b"".join(f.chunks)
-            f.chunks = []
+            message = bytes(f.message)
+            f.message = bytearray()
             del self.receivers[key]
             self.done_receivers[key] = f
             self.np.forget(key)
@@ -380,10 +413,19 @@ class Nic:
         if f.on_complete is not None:
             f.on_complete(f)
 
-    def _check_timers(self, now: float) -> None:
+    def _check_timers(self, now: float) -> float:
+        """Fire due retransmission timeouts; return when the next one is due (inf: none;
+        now if one fired: the go-back sends at once)."""
+        soonest = math.inf
         for f in self._rr:
-            if f.gbn.check_timeout(now):
+            g = f.gbn
+            if g.check_timeout(now):
                 self._resume(f, now)
+                soonest = now
+            t = g.timeout_at()
+            if t is not None and t < soonest:
+                soonest = t
+        return soonest
 
     @staticmethod
     def _resume(f: SendFlow, now: float) -> None:

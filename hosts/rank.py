@@ -264,9 +264,11 @@ def run(cfg: HostConfig, wait_start) -> dict:
         print(json.dumps({"progress": counts["applied"], "of": total_steps}), flush=True)
 
     programs: list[RankProgram] = []
+    changed = [True]                 # a delivery may have started or ended a pass
 
     def on_message(flow, message):
         now = time.monotonic()
+        changed[0] = True
         for p in programs:
             if p.on_message(flow, message, now):
                 return
@@ -289,25 +291,28 @@ def run(cfg: HostConfig, wait_start) -> dict:
     link_after(programs)
     deadline = t0 + cfg.timeout_s
     timed_out = False
+    monotonic = time.monotonic
+    t_event = t0                     # the programs' next timed event (deferred send, pass)
     try:
+        # The programs act only when one of their times comes or a message arrived; the
+        # NIC sleeps until then, its next departure, timeout or arrival (no polling).
         while True:
-            now = time.monotonic()
+            now = monotonic()
             if now > deadline:
                 timed_out = True
                 break
-            for p in programs:
-                p.tick(now)
-            if all(p.done for p in programs) and not nic.busy:
+            if changed[0] or now >= t_event:
+                changed[0] = False
+                for p in programs:
+                    p.tick(now)
+                times = [t for t in (p.next_event() for p in programs) if t is not None]
+                t_event = min(times, default=deadline)
+            if not nic.busy and all(p.done for p in programs):
                 break
-            wait = 0.05
-            for p in programs:
-                t = p.next_event()
-                if t is not None:
-                    wait = min(wait, max(0.0, t - now))
-            nic.poll(wait)
-        linger = time.monotonic() + cfg.linger_s
-        while time.monotonic() < linger:
-            nic.poll(0.02)
+            nic.poll(max(0.0, min(t_event, deadline) - now))
+        linger = monotonic() + cfg.linger_s
+        while (now := monotonic()) < linger:
+            nic.poll(linger - now)
     finally:
         stats = nic.stats()
         nic.close()

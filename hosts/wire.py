@@ -191,18 +191,46 @@ def icrc(src_ip: bytes, dst_ip: bytes, sport: int, dport: int, bth_and_payload: 
     the BTH byte holding FECN/BECN/resv6, so a CE mark on the way keeps the ICRC valid.
     Hosts send on unconnected UDP sockets with DF set, for which Linux writes IP ID 0.
     """
-    udp_len = UDP_HEADER_BYTES + len(bth_and_payload) + ICRC_BYTES
+    crc = icrc_seed(src_ip, dst_ip, sport, dport, UDP_HEADER_BYTES + len(bth_and_payload)
+                    + ICRC_BYTES, ip_id=ip_id, ip_flags_frag=ip_flags_frag,
+                    ip_options=ip_options)
+    body = memoryview(bth_and_payload)
+    crc = zlib.crc32(body[:4], crc)
+    crc = zlib.crc32(b"\xff", crc)
+    crc = zlib.crc32(body[5:], crc)
+    return crc & 0xFFFFFFFF
+
+
+def icrc_seed(src_ip: bytes, dst_ip: bytes, sport: int, dport: int, udp_len: int, *,
+              ip_id: int = 0, ip_flags_frag: int = IP_FLAG_DF, ip_options: bytes = b"") -> int:
+    """The ICRC's CRC-32 state after the masked pseudo LRH, IPv4 and UDP headers: the same
+    for every packet of one flow and length, so a sender or receiver computes it once
+    (:func:`icrc` is this plus the BTH onwards)."""
     ihl = IPV4_HEADER_BYTES + len(ip_options)
     ip = IPV4.pack(0x40 | ihl >> 2, 0xFF, ihl + udp_len, ip_id, ip_flags_frag, 0xFF,
                    socket.IPPROTO_UDP, 0xFFFF, src_ip, dst_ip) + ip_options
     udp = UDP.pack(sport, dport, udp_len, 0xFFFF)
-    crc = zlib.crc32(_ICRC_LRH)
-    crc = zlib.crc32(ip, crc)
-    crc = zlib.crc32(udp, crc)
-    crc = zlib.crc32(bth_and_payload[:4], crc)
-    crc = zlib.crc32(b"\xff", crc)
-    crc = zlib.crc32(bth_and_payload[5:], crc)
-    return crc & 0xFFFFFFFF
+    return zlib.crc32(udp, zlib.crc32(ip, zlib.crc32(_ICRC_LRH)))
+
+
+def data_frame_into(buf: bytearray, seed: int, opcode: int, pkey: int, dqpn: int, psn: int,
+                    payload, *, ackreq: bool = False) -> int:
+    """The UDP payload of one data packet, :func:`with_icrc` of :func:`build_data`, written
+    into ``buf`` (no allocation: the sender's hot path); returns its length. ``seed`` is
+    :func:`icrc_seed` for this flow and length (``UDP_HEADER_BYTES`` + the return value)."""
+    n = len(payload)
+    pad = -n & 3
+    end = BTH_BYTES + n + pad
+    # the ICRC sees the FECN/BECN/resv6 byte as all ones (a data packet's is 0)
+    BTH.pack_into(buf, 0, opcode, pad << 4, pkey, 0xFF000000 | (dqpn & PSN_MASK),
+                  (0x80000000 if ackreq else 0) | (psn & PSN_MASK))
+    buf[BTH_BYTES:BTH_BYTES + n] = payload
+    if pad:
+        buf[BTH_BYTES + n:end] = b"\0\0\0"[:pad]
+    crc = zlib.crc32(memoryview(buf)[:end], seed)
+    buf[4] = 0
+    ICRC.pack_into(buf, end, crc & 0xFFFFFFFF)
+    return end + ICRC_BYTES
 
 
 def with_icrc(src_ip: str, dst_ip: str, sport: int, bth_and_payload: bytes,

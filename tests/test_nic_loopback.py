@@ -1,0 +1,109 @@
+"""The NIC's hot path without root: frames built into a reused buffer are the wire
+format's bytes, two NICs on loopback addresses move a message byte-exact at the line
+rate they pace, and an idle sender sleeps until its retransmission timeout (no
+polling) -- docs/architecture.md §3.1, §3.3."""
+
+import os
+import threading
+import time
+
+import pytest
+
+from hosts import wire
+from hosts.cc import CcConfig
+from hosts.config import TransportParams
+from hosts.nic import WIRE_EXTRA_BYTES, Nic
+from hosts.scale import Scale
+
+SCALE = Scale(500)                     # 10 Gb/s at D = 500: 20 Mb/s
+CC = CcConfig.default("none", 10e9, SCALE)
+RATE = CC.params.line_rate_bps
+TRANSPORT = TransportParams(rto_s=0.2, nak_timeout_s=0.05)
+# loopback addresses of this process's own (any 127/8 address binds without root)
+_NET = f"127.{90 + (os.getpid() >> 16 & 7)}.{os.getpid() >> 8 & 255}"
+A, B = f"{_NET}.{(os.getpid() & 127) * 2 + 1}", f"{_NET}.{(os.getpid() & 127) * 2 + 2}"
+
+
+@pytest.mark.parametrize("nbytes", [1, 3, 4094, 4096])
+@pytest.mark.parametrize("psn,ackreq", [(0, False), (77, True), (0xFFFFFF, False)])
+def test_frame_built_in_place_is_with_icrc_of_build_data(nbytes, psn, ackreq):
+    payload = bytes((i * 7) & 255 for i in range(nbytes))
+    op = wire.OP_SEND_MIDDLE if not ackreq else wire.OP_SEND_LAST
+    want = wire.with_icrc(A, B, 50000, wire.build_data(3, 2, 9, psn, op, payload, ackreq=ackreq))
+    buf = bytearray(b"\xaa" * 5000)            # stale bytes from an earlier, longer frame
+    seed = wire.icrc_seed(wire.socket.inet_aton(A), wire.socket.inet_aton(B), 50000,
+                          wire.ROCE_UDP_PORT, wire.UDP_HEADER_BYTES + len(want))
+    n = wire.data_frame_into(buf, seed, op, wire.pkey_of(3), wire.dest_qp(2, 9), psn,
+                             memoryview(payload), ackreq=ackreq)
+    assert bytes(buf[:n]) == want
+    assert wire.verify_icrc(wire.build_ip_packet(A, B, 50000, bytes(buf[:n])))
+
+
+def _pair():
+    got = []
+    tx = Nic(A, RATE, CC, TRANSPORT)
+    rx = Nic(B, RATE, CC, TRANSPORT, on_message=lambda f, m: got.append((f, m)))
+    return tx, rx, got
+
+
+def test_two_nics_move_a_message_byte_exact_at_the_paced_line_rate():
+    tx, rx, got = _pair()
+    data = bytes((i * 31 + 5) & 255 for i in range(300_001))    # 74 packets, a short last
+    try:
+        flow = tx.send(B, 1, 0, 5, data)
+        t_start = time.monotonic()
+        deadline = t_start + 5.0
+        while (not got or tx.busy) and time.monotonic() < deadline:
+            tx.poll(0.0002)
+            rx.poll(0.0002)
+        elapsed = time.monotonic() - t_start
+    finally:
+        tx.close()
+        rx.close()
+    assert len(got) == 1 and got[0][1] == data and type(got[0][1]) is bytes
+    n = -(-len(data) // TRANSPORT.mtu_bytes)
+    assert tx.counters["data_tx"] == n and rx.counters["bad_icrc"] == 0
+    assert flow.gbn.retransmits == 0 and rx.counters["data_rx"] == n
+    # paced: the first departure is immediate, then one full frame time each
+    frame_s = (TRANSPORT.mtu_bytes + wire.BTH_BYTES + wire.ICRC_BYTES + WIRE_EXTRA_BYTES) * 8 / RATE
+    assert elapsed >= 0.97 * (n - 1) * frame_s, (elapsed, (n - 1) * frame_s)
+    assert elapsed <= 1.5 * n * frame_s + 0.05, (elapsed, n * frame_s)
+
+
+def test_a_sender_without_acks_sleeps_until_its_retransmission_timeout():
+    tx, rx, got = _pair()
+    rx.close()                             # nobody ACKs: the packet goes nowhere
+    try:
+        flow = tx.send(B, 1, 0, 0, bytes(100))
+        tx.poll(0.0)                       # the one packet leaves
+        assert tx.counters["data_tx"] == 1
+        t = time.monotonic()
+        tx.poll(10.0)                      # nothing to do until the RTO
+        slept = time.monotonic() - t
+        t = time.monotonic()
+        tx.poll(10.0)                      # the timeout fires: rewind, resend at once
+        tx.poll(0.0)
+        resent_after = time.monotonic() - t
+    finally:
+        tx.close()
+    assert TRANSPORT.rto_s * 0.95 <= slept <= TRANSPORT.rto_s + 0.1, slept
+    assert flow.gbn.timeouts == 1 and tx.counters["data_tx"] == 2     # rewound and resent
+    assert resent_after < 0.05, resent_after
+
+
+def test_an_arrival_is_handled_within_the_poll_it_wakes():
+    """The caller's loop checks its condition after each poll: a message that woke the
+    poll must already be delivered then, not one (possibly long) sleep later."""
+    tx, rx, got = _pair()
+    try:
+        tx.send(B, 1, 0, 0, bytes(100))
+        sender = threading.Timer(0.1, tx.poll, (0.0,))       # the packet leaves at 0.1 s
+        t = time.monotonic()
+        sender.start()
+        rx.poll(5.0)
+        woke = time.monotonic() - t
+        sender.join()
+    finally:
+        tx.close()
+        rx.close()
+    assert len(got) == 1 and 0.1 <= woke < 0.5, (len(got), woke)
