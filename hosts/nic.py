@@ -138,6 +138,7 @@ class Nic:
         self._rlist = [self.sock]
         self._icrc_seeds: dict = {}        # (src, sport, udp length) -> wire.icrc_seed
         self.pacing_late_s = [0, 0.0, 0.0]          # samples, sum, max
+        self.completions = 0          # messages delivered + sends fully acknowledged
         self.counters = {"data_rx": 0, "ack_rx": 0, "nak_rx": 0, "cnp_rx": 0, "bad_icrc": 0,
                          "unknown_flow": 0, "cnp_tx": 0, "ack_tx": 0, "nak_tx": 0,
                          "data_tx": 0, "send_errors": 0}
@@ -189,12 +190,16 @@ class Nic:
 
     def poll(self, max_wait_s: float) -> None:
         """One turn: receive what arrived, send what is due, then sleep until the next
-        departure, retransmission timeout or arrival, ``max_wait_s`` at most; an arrival
-        that ends the sleep is handled before returning, so the caller sees its effect."""
+        departure, retransmission timeout or arrival, ``max_wait_s`` at most. The caller
+        sees every completion (a message delivered, a send acknowledged) when the poll
+        returns: an arrival that ends the sleep is handled before returning, and a poll
+        that finds one waiting at its start returns without sleeping."""
+        done = self.completions
         self._receive()
         now = self.clock()
         wait = min(max_wait_s, self._send_due(now), self._check_timers(now) - now)
-        if wait > 0 and select.select(self._rlist, [], [], wait)[0]:
+        if wait > 0 and self.completions == done \
+                and select.select(self._rlist, [], [], wait)[0]:
             self._receive()
 
     def close(self) -> None:
@@ -379,6 +384,7 @@ class Nic:
             del self.receivers[key]
             self.done_receivers[key] = f
             self.np.forget(key)
+            self.completions += 1
             self._log_recv(f)
             if self.on_message is not None:
                 self.on_message(f, message)
@@ -413,6 +419,7 @@ class Nic:
             self._complete(f, now)
 
     def _complete(self, f: SendFlow, now: float) -> None:
+        self.completions += 1
         f.end_s = now
         f.sock.close()
         del self.senders[f.key]

@@ -140,3 +140,24 @@ def test_the_pacer_is_never_more_than_its_fifo_ahead_of_line_rate():
         tx.close()
     assert per_turn.count(1 + TX_AHEAD_FRAMES) >= 0.5 * len(per_turn), per_turn
     assert late_n == tx.counters["data_tx"] and late_max <= 3 * FRAME_S
+
+
+def test_a_completion_waiting_at_the_start_of_a_poll_returns_without_sleeping():
+    """A message (receiver) or the last ACK (sender) already in the socket when the poll
+    starts: the poll returns at once, so a caller waiting for exactly that is not put to
+    sleep until its timeout (a rank that hung for its whole run timeout did)."""
+    tx, rx, got = _pair()
+    try:
+        tx.send(B, 1, 0, 0, bytes(100))
+        tx.poll(0.0)                       # on loopback the packet is in rx's socket now
+        t = time.monotonic()
+        rx.poll(5.0)                       # delivers it and ACKs it
+        rx_s = time.monotonic() - t
+        t = time.monotonic()
+        tx.poll(5.0)                       # the ACK completes the send
+        tx_s = time.monotonic() - t
+    finally:
+        tx.close()
+        rx.close()
+    assert len(got) == 1 and not tx.busy
+    assert rx_s < 0.5 and tx_s < 0.5, (rx_s, tx_s)
