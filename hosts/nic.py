@@ -306,7 +306,7 @@ class Nic:
         recvmsg_into, bufs, view = self.sock.recvmsg_into, [self._rbuf], self._rview
         while True:
             try:
-                n, anc, _, addr = recvmsg_into(bufs, 0, self._cmsg)
+                n, anc, _, addr = recvmsg_into(bufs, self._cmsg)
             except BlockingIOError:
                 return
             now = self.clock()

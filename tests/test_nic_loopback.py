@@ -161,3 +161,29 @@ def test_a_completion_waiting_at_the_start_of_a_poll_returns_without_sleeping():
         rx.close()
     assert len(got) == 1 and not tx.busy
     assert rx_s < 0.5 and tx_s < 0.5, (rx_s, tx_s)
+
+
+def test_a_ce_marked_packet_is_seen_and_answered_with_one_cnp():
+    """The receiver reads the IP TOS of every datagram (IP_RECVTOS ancillary data): a CE
+    mark on a data packet is counted and answered with a CNP to its sender."""
+    import socket
+    rx = Nic(B, RATE, CC, TRANSPORT)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    cnp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        cnp.bind((A, wire.ROCE_UDP_PORT))          # where the sender's NIC would listen
+        cnp.settimeout(2.0)
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, wire.ECN_CE)
+        s.bind((A, 50123))
+        frame = wire.with_icrc(A, B, 50123, wire.build_data(1, 0, 4, 0, wire.OP_SEND_FIRST,
+                                                            bytes(4096)))
+        s.sendto(frame, (B, wire.ROCE_UDP_PORT))
+        rx.poll(0.0)
+        [f] = rx.receivers.values()
+        reply = cnp.recv(100)
+    finally:
+        s.close()
+        cnp.close()
+        rx.close()
+    assert f.ce == 1 and f.cnps == 1 and rx.counters["cnp_tx"] == 1
+    assert wire.parse_bth(reply).opcode == wire.OP_CNP
