@@ -41,8 +41,6 @@ IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 SPORT_BASE = 49152
 SPORT_SPAN = 16384
 WIRE_EXTRA_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES + 14  # IP + UDP + Ethernet
-TX_AHEAD_FRAMES = 1     # how far ahead of its pacing clocks a packet may leave, in full
-                        # frames at line rate: the NIC's transmit FIFO (§3.3)
 
 
 def flow_sport(job: int, channel: int, step: int, sender_ip: str, per_step: bool = True,
@@ -127,8 +125,6 @@ class Nic:
         self._rr: list[SendFlow] = []
         self._rr_pos = 0
         self.t_nic_s = 0.0
-        frame_bytes = wire.BTH_BYTES + transport.mtu_bytes + wire.ICRC_BYTES + WIRE_EXTRA_BYTES
-        self.ahead_s = TX_AHEAD_FRAMES * frame_bytes * 8 / line_rate_bps
         self._cmsg = socket.CMSG_SPACE(4)
         # one receive and one send buffer, reused for every packet (no per-packet allocation)
         self._rbuf = bytearray(65536)
@@ -227,10 +223,7 @@ class Nic:
 
     # --- sending -------------------------------------------------------------------
     def _send_due(self, now: float) -> float:
-        """Send every packet that is due, or due within ``ahead_s`` (the transmit FIFO:
-        the host's shaper holds it until the wire is free); return the time until the next
-        one is due. Waking at that exact time and sending one packet ahead, a turn sends
-        two packets, and a turn woken by an arrival sends the next one (§3.3)."""
+        """Send every packet that is due; return the time until the next one is."""
         rr = self._rr
         if not rr:
             return math.inf
@@ -238,9 +231,8 @@ class Nic:
         buf, view = self._sbuf, self._sview
         pl = self.pacing_late_s
         counters = self.counters
-        ahead = self.ahead_s
         while True:
-            if now < self.t_nic_s - ahead:
+            if now < self.t_nic_s:
                 return self.t_nic_s - now
             soonest = None
             chosen = None
@@ -251,7 +243,7 @@ class Nic:
                 psn = f.gbn.next_psn()
                 if psn is None:
                     continue
-                if f.t_next_s - ahead <= now:
+                if f.t_next_s <= now:
                     chosen = f
                     self._rr_pos = (pos + i + 1) % n
                     break
@@ -281,12 +273,11 @@ class Nic:
                 return 0.001
             counters["data_tx"] += 1
             wire_bytes = frame_len + WIRE_EXTRA_BYTES
-            late = now - max(f.t_next_s, self.t_nic_s)      # < 0: sent ahead, not late
+            late = now - max(f.t_next_s, self.t_nic_s)
             pl[0] += 1
-            if late > 0:
-                pl[1] += late
-                if late > pl[2]:
-                    pl[2] = late
+            pl[1] += late
+            if late > pl[2]:
+                pl[2] = late
             g.sent(psn, now)
             f.bytes_sent += nbytes
             f.cc.on_sent(frame_len, now)
