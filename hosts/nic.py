@@ -133,6 +133,8 @@ class Nic:
         self._sview = memoryview(self._sbuf)
         self._rlist = [self.sock]
         self._icrc_seeds: dict = {}        # (src, sport, udp length) -> wire.icrc_seed
+        self._tx_seeds: dict = {}          # (dst, BTH onwards length) -> wire.icrc_seed
+        self._drained = False              # the last poll read the socket empty
         self.pacing_late_s = [0, 0.0, 0.0]          # samples, sum, max
         self.completions = 0          # messages delivered + sends fully acknowledged
         self.counters = {"data_rx": 0, "ack_rx": 0, "nak_rx": 0, "cnp_rx": 0, "bad_icrc": 0,
@@ -191,12 +193,16 @@ class Nic:
         returns: an arrival that ends the sleep is handled before returning, and a poll
         that finds one waiting at its start returns without sleeping."""
         done = self.completions
-        self._receive()
+        if self._drained:      # what came since then makes the select below return at once
+            self._drained = False
+        else:
+            self._receive()
         now = self.clock()
         wait = min(max_wait_s, self._send_due(now), self._check_timers(now) - now)
         if wait > 0 and self.completions == done \
                 and select.select(self._rlist, [], [], wait)[0]:
             self._receive()
+            self._drained = True
 
     def close(self) -> None:
         for f in list(self.senders.values()):
@@ -329,10 +335,8 @@ class Nic:
                 seed = self._icrc_seeds[key] = wire.icrc_seed(
                     socket.inet_aton(src), self._ip_bytes, sport, wire.ROCE_UDP_PORT,
                     wire.UDP_HEADER_BYTES + n)
-            crc = zlib.crc32(data[:4], seed)
-            crc = zlib.crc32(b"\xff", crc)
-            crc = zlib.crc32(data[5:n - wire.ICRC_BYTES], crc)
-            if crc & 0xFFFFFFFF != wire.ICRC.unpack_from(data, n - wire.ICRC_BYTES)[0]:
+            if wire.icrc_from_seed(seed, data[:n - wire.ICRC_BYTES]) \
+                    != wire.ICRC.unpack_from(data, n - wire.ICRC_BYTES)[0]:
                 self.counters["bad_icrc"] += 1
                 return
         opcode, flags, pkey, qp, psn = wire.BTH.unpack_from(data)
@@ -386,7 +390,14 @@ class Nic:
         self.counters["ack_tx" if kind == ACK else "nak_tx"] += 1
 
     def _send(self, body: bytes, dst: str) -> None:
-        frame = wire.with_icrc(self.ip, dst, wire.ROCE_UDP_PORT, body)
+        """An ACK, NAK or CNP from port 4791 to ``dst``."""
+        key = (dst, len(body))
+        seed = self._tx_seeds.get(key)
+        if seed is None:
+            seed = self._tx_seeds[key] = wire.icrc_seed(
+                self._ip_bytes, socket.inet_aton(dst), wire.ROCE_UDP_PORT, wire.ROCE_UDP_PORT,
+                wire.UDP_HEADER_BYTES + len(body) + wire.ICRC_BYTES)
+        frame = body + wire.ICRC.pack(wire.icrc_from_seed(seed, body))
         try:
             self.sock.sendto(frame, (dst, wire.ROCE_UDP_PORT))
         except OSError:

@@ -191,11 +191,17 @@ def icrc(src_ip: bytes, dst_ip: bytes, sport: int, dport: int, bth_and_payload: 
     the BTH byte holding FECN/BECN/resv6, so a CE mark on the way keeps the ICRC valid.
     Hosts send on unconnected UDP sockets with DF set, for which Linux writes IP ID 0.
     """
-    crc = icrc_seed(src_ip, dst_ip, sport, dport, UDP_HEADER_BYTES + len(bth_and_payload)
-                    + ICRC_BYTES, ip_id=ip_id, ip_flags_frag=ip_flags_frag,
-                    ip_options=ip_options)
+    return icrc_from_seed(icrc_seed(src_ip, dst_ip, sport, dport, UDP_HEADER_BYTES
+                                    + len(bth_and_payload) + ICRC_BYTES, ip_id=ip_id,
+                                    ip_flags_frag=ip_flags_frag, ip_options=ip_options),
+                          bth_and_payload)
+
+
+def icrc_from_seed(seed: int, bth_and_payload) -> int:
+    """The ICRC from :func:`icrc_seed`'s state: the BTH (its FECN/BECN/resv6 byte masked)
+    and the payload, read in place (any buffer)."""
     body = memoryview(bth_and_payload)
-    crc = zlib.crc32(body[:4], crc)
+    crc = zlib.crc32(body[:4], seed)
     crc = zlib.crc32(b"\xff", crc)
     crc = zlib.crc32(body[5:], crc)
     return crc & 0xFFFFFFFF
