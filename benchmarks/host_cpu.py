@@ -18,7 +18,7 @@ process kind:
 * ``wakeups/s``: voluntary + involuntary context switches per second of the run, per
   process, from ``/proc/<pid>/status``, sampled every 0.2 s for each process the run's
   ledger (``<run>/ledger.jsonl``) records, between t = 0 and the last sample before the
-  process ended.
+  process ended; ``invol``: the share of them that were preemptions.
 
 and per run the collective time over the lockstep bound (median and worst of the
 passes) and the fidelity verdict. Goal (issue 15): ranks <= 40 µs CPU per data packet.
@@ -48,8 +48,9 @@ SAMPLE_S = 0.2
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
-def proc_sample(pid: int) -> tuple[int, float] | None:
-    """(context switches so far, CPU seconds so far) of a live process, or None."""
+def proc_sample(pid: int) -> tuple[int, int, float] | None:
+    """(context switches so far, of them involuntary, CPU seconds so far) of a live
+    process, or None."""
     try:
         with open(f"/proc/{pid}/status") as f:
             status = f.read()
@@ -57,9 +58,12 @@ def proc_sample(pid: int) -> tuple[int, float] | None:
             stat = f.read().rsplit(") ", 1)[1].split()
     except (OSError, IndexError):
         return None
-    cs = sum(int(line.split()[1]) for line in status.splitlines()
-             if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
-    return cs, (int(stat[11]) + int(stat[12])) * TICK_S       # utime, stime
+    counts = {k: int(v) for k, v in (line.split(":") for line in status.splitlines()
+                                     if line.endswith(tuple("0123456789"))
+                                     and "ctxt_switches" in line)}
+    invol = counts.get("nonvoluntary_ctxt_switches", 0)
+    return (counts.get("voluntary_ctxt_switches", 0) + invol, invol,
+            (int(stat[11]) + int(stat[12])) * TICK_S)         # utime, stime
 
 
 def process_kind(name: str) -> str | None:
@@ -78,7 +82,7 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.rundir = rundir
         self.procs: dict[int, tuple[str, str]] = {}       # pid -> (kind, name)
-        self.series: dict[int, list[tuple[float, int, float]]] = {}
+        self.series: dict[int, list[tuple[float, int, int, float]]] = {}
         self.cwd: dict[int, str] = {}
         self._halt = threading.Event()
 
@@ -103,15 +107,15 @@ class Sampler(threading.Thread):
         self._halt.set()
         self.join()
 
-    def during(self, t_start: float) -> dict[str, list[tuple[float, int, float]]]:
-        """Per kind, per process: (seconds, context switches, CPU seconds) from the first
-        sample at or after ``t_start`` to its last sample."""
+    def during(self, t_start: float) -> dict[str, list[tuple[float, int, int, float]]]:
+        """Per kind, per process: (seconds, context switches, of them involuntary, CPU
+        seconds) from the first sample at or after ``t_start`` to its last sample."""
         out: dict[str, list] = {"ranks": [], "agents": []}
         for pid, samples in self.series.items():
             run = [s for s in samples if s[0] >= t_start]
             if len(run) >= 2:
-                (t0, c0, u0), (t1, c1, u1) = run[0], run[-1]
-                out[self.procs[pid][0]].append((t1 - t0, c1 - c0, u1 - u0))
+                (t0, c0, i0, u0), (t1, c1, i1, u1) = run[0], run[-1]
+                out[self.procs[pid][0]].append((t1 - t0, c1 - c0, i1 - i0, u1 - u0))
         return out
 
 
@@ -138,13 +142,15 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
 
     def kind_row(kind: str, cpu_s: float, pkts: int, nprocs: int) -> dict:
         d = during[kind]
-        run_cpu = sum(x[2] for x in d)
+        run_cpu = sum(x[3] for x in d)
         return {"processes": nprocs, "cpu_s": cpu_s, "packets": pkts,
                 "us_per_pkt": 1e6 * cpu_s / pkts if pkts else None,
                 "run_cpu_s": run_cpu,
                 "run_us_per_pkt": 1e6 * run_cpu / pkts if pkts and d else None,
                 "wakeups_per_s": statistics.mean(x[1] / x[0] for x in d if x[0] > 0)
                 if d else None,
+                "involuntary_share": sum(x[2] for x in d) / sum(x[1] for x in d)
+                if d and sum(x[1] for x in d) else None,
                 "sampled": len(d)}
 
     cwds = sorted(set(sampler.cwd[p] for p in sampler.cwd if sampler.procs[p][0] == "ranks"))
@@ -172,12 +178,12 @@ def print_row(r: dict) -> None:
           f"{fmt(r['cpu_busy'], '.0%')}, {fmt(r['wall_s'], '.1f', ' s')} wall"
           + (f"; reasons: {'; '.join(r['reasons'])}" if r["reasons"] else ""))
     print(f"  {'kind':<7} {'procs':>5} {'CPU s':>7} {'packets':>8} {'CPU/pkt':>10} "
-          f"{'run CPU/pkt':>11} {'wakeups/s':>10}")
+          f"{'run CPU/pkt':>11} {'wakeups/s':>10} {'invol':>6}")
     for kind in ("ranks", "agents"):
         k = r[kind]
         print(f"  {kind:<7} {k['processes']:>5} {k['cpu_s']:>7.2f} {k['packets']:>8} "
               f"{fmt(k['us_per_pkt'], '.1f', ' µs'):>10} {fmt(k['run_us_per_pkt'], '.1f', ' µs'):>11}"
-              f" {fmt(k['wakeups_per_s'], '.0f'):>10}")
+              f" {fmt(k['wakeups_per_s'], '.0f'):>10} {fmt(k['involuntary_share'], '.0%'):>6}")
     print(f"  (ranks: {r['ranks']['data_tx']} data packets sent with retransmissions; "
           f"agents: packets per hop; code run from {', '.join(r['rank_cwd']) or '?'})",
           flush=True)

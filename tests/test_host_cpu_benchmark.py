@@ -1,0 +1,45 @@
+"""benchmarks/host_cpu.py's bookkeeping: which ledger processes are ranks and agents, and
+wake-ups and CPU counted from t = 0 to each process's last sample."""
+
+import importlib.util
+import os
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location(
+    "host_cpu_benchmark", os.path.join(HERE, "..", "benchmarks", "host_cpu.py"))
+host_cpu = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(host_cpu)
+
+
+@pytest.mark.parametrize("name,kind", [
+    ("h3: -m hosts.rank --config h3.host.json", "ranks"),        # as the ledger names them
+    ("h0: -m hosts.host --config h0.host.json", "ranks"),
+    ("spine2: -m switch_agent --config spine2.agent.json", "agents"),
+    ("h1: tcpdump -i h1-eth0 -w x.pcap", None),
+])
+def test_ledger_processes_are_sorted_into_ranks_and_agents(name, kind):
+    assert host_cpu.process_kind(name) == kind
+
+
+def test_a_proc_sample_reads_switches_and_cpu_of_a_live_process():
+    cs, invol, cpu = host_cpu.proc_sample(os.getpid())
+    assert cs >= invol >= 0 and cs > 0 and cpu > 0
+    assert host_cpu.proc_sample(2 ** 22 + 1) is None          # beyond pid_max: no process
+
+
+def test_wakeups_and_cpu_count_only_from_t0_to_the_last_sample(tmp_path):
+    s = host_cpu.Sampler(str(tmp_path))
+    s.procs = {10: ("ranks", "h0"), 11: ("ranks", "h1"), 20: ("agents", "leaf0")}
+    s.series = {
+        # set-up before t = 5 (CPU-heavy, few switches) must not count
+        10: [(1.0, 5, 1, 0.0), (4.9, 9, 2, 0.30), (5.0, 10, 2, 0.31), (7.0, 410, 42, 0.51)],
+        11: [(5.2, 0, 0, 0.0), (6.2, 300, 30, 0.1)],
+        20: [(5.0, 0, 0, 0.0)],                 # one sample from t = 0 on: not measured
+    }
+    d = s.during(5.0)
+    # (seconds, switches, involuntary, CPU s): 200 and 300 wake-ups/s, 0.3 CPU-s in all
+    assert d["ranks"] == [pytest.approx((2.0, 400, 40, 0.20)),
+                          pytest.approx((1.0, 300, 30, 0.1))]
+    assert d["agents"] == []
