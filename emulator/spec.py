@@ -120,7 +120,7 @@ from hosts.collectives import ALGORITHMS
 from hosts.config import ConfigError, TransportParams, finite
 from hosts.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS, Scale
 from hosts.wire import MAX_JOB
-from switch_agent.config import T_WIN_S, RedParams, SymphonyParams
+from switch_agent.config import K_MAX, T_WIN_S, RedParams, SymphonyParams
 from topologies import fabric as wiring
 from topologies.fabric import neighbors, switch_names  # noqa: F401  (part of the spec API)
 
@@ -242,7 +242,7 @@ class SwitchSpec:                    # defaults: the agent's own (switch_agent.c
 
 @dataclass(frozen=True)
 class SymphonySpec:                  # defaults: the agent's own (switch_agent.config)
-    k: float = _num(SymphonyParams.k, 0, 100)     # P = min(1, k alpha psn / psn_rec)
+    k: float = _num(SymphonyParams.k, 0, K_MAX)   # P = min(1, k alpha psn / psn_rec)
     tau: float = SymphonyParams.tau
     t_win_us: float = _num(T_WIN_S * 1e6, 0.1, unit=" µs", time_s=US)  # real scale
     n_warmup: int = _num(SymphonyParams.n_warmup, 0, 10**6)
