@@ -114,7 +114,7 @@ HOSTILE = [
     (b'{"cmd": "symphony", "enabled": "no"}', ["enabled must be true or false", "'no'"]),
     (b'{"cmd": "symphony", "enabled": 0}', ["enabled must be true or false", "got 0"]),
     (b'{"cmd": "symphony", "n_warmup": 2.5}', ["n_warmup must be an integer >= 0", "2.5"]),
-    (b'{"cmd": "symphony", "k": -1}', ["symphony: k must be >= 0", "-1"]),
+    (b'{"cmd": "symphony", "k": -1}', ["symphony: k must be in [0, 100]", "-1"]),
     (b'{"cmd": "symphony", "k": ' + b"9" * 40 + b"}", ["integer", "out of range"]),
     (b'{"cmd": "symphony", "tracking": "ring"}', ["symphony: unknown key 'tracking'",
                                                   "allowed: enabled, k, tau, t_win_s"]),
