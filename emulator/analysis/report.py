@@ -147,9 +147,10 @@ def analyze_run(rundir: str) -> dict:
         fid["emulation_error_x"] = err
         if err is not None and err > split.STATIC_ERROR_MAX:
             fid["reasons"].append(
-                f"static routing, no congestion in the flow-level model, yet a collective "
-                f"took {err:.2f}x its fluid time on the same paths (> "
-                f"{split.STATIC_ERROR_MAX:g}): emulation error")
+                f"static routing, no congestion in the flow-level model, yet the job took "
+                f"{err:.2f}x its fluid time on the same paths (> "
+                f"{split.STATIC_ERROR_MAX:g}): emulation error (the model has no per-hop "
+                f"frame delay: it counts where steps are a few frames long)")
             fid["faithful"] = False
     if messages:
         out["messages"] = messages
