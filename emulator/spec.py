@@ -101,8 +101,8 @@ allowed. Every number is finite and in the range declared with its field (a
 :data:`MAX_RUN_S`. The ``name`` (and every variant's) becomes a folder name, so it is one
 path component. The file itself is read by ``emulator.specfile`` (a regular UTF-8 file
 of at most 1 MiB). What is valid but cannot do what it says — a perturbation after the
-run's timeout, jobs whose lockstep bound outlasts it — is listed in ``Spec.warnings``,
-which the command line prints.
+run's timeout, jobs whose lockstep bound outlasts it — is found by
+``emulator.plan.timing.warnings``, which the command line prints.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 
-from emulator import jobstream, spec_timing, specfile
+from emulator import jobstream, specfile
 from emulator.schemes import SCHEMES as SCHEME_REGISTRY
 from emulator.workloads import WORKLOAD_NAMES
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS
@@ -120,7 +120,7 @@ from hosts.collectives import ALGORITHMS
 from hosts.config import ConfigError, TransportParams, finite
 from hosts.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS, Scale
 from hosts.wire import MAX_JOB
-from switch_agent.config import T_WIN_S, RedParams, SymphonyParams
+from switch_agent.config import K_MAX, T_WIN_S, RedParams, SymphonyParams
 from topologies import fabric as wiring
 from topologies.fabric import neighbors, switch_names  # noqa: F401  (part of the spec API)
 
@@ -242,7 +242,7 @@ class SwitchSpec:                    # defaults: the agent's own (switch_agent.c
 
 @dataclass(frozen=True)
 class SymphonySpec:                  # defaults: the agent's own (switch_agent.config)
-    k: float = _num(SymphonyParams.k, 0, 100)     # P = min(1, k alpha psn / psn_rec)
+    k: float = _num(SymphonyParams.k, 0, K_MAX)   # P = min(1, k alpha psn / psn_rec)
     tau: float = SymphonyParams.tau
     t_win_us: float = _num(T_WIN_S * 1e6, 0.1, unit=" µs", time_s=US)  # real scale
     n_warmup: int = _num(SymphonyParams.n_warmup, 0, 10**6)
@@ -365,7 +365,6 @@ class Spec:
     perturbations: tuple = ()
     run: RunSpec = field(default_factory=RunSpec)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
-    warnings: tuple = field(default=(), compare=False)   # valid, but cannot do what it says
 
 
 SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
@@ -651,10 +650,9 @@ def validate(raw: dict, path: str) -> Spec:
     perts = tuple(_validate_perturbation(
         _section(PerturbationSpec, p, f"perturbations[{i}]", path, sc.dilation),
         p, f"perturbations[{i}]", path, topo, jobs) for i, p in enumerate(perts_raw))
-    spec = Spec(name=name, path=path, description=raw.get("description", ""),
+    return Spec(name=name, path=path, description=raw.get("description", ""),
                 jobs=tuple(jobs), messages=messages, perturbations=perts, run=run, raw=raw,
                 **sections)
-    return replace(spec, warnings=tuple(spec_timing.warnings(spec)))
 
 
 def _folder_name(name: str, path: str, key: str) -> None:

@@ -40,6 +40,9 @@ class RedParams(Codec):
         check(finite(self.pmax) and 0 <= self.pmax <= 1, "pmax", self.pmax, "must be in [0, 1]")
 
 
+K_MAX = 100.0      # Symphony's gain k: P = min(1, k alpha psn / psn_rec) saturates far below
+
+
 @dataclass(frozen=True)
 class SymphonyParams(Codec):
     """Symphony's parameters (the paper's Algorithm 1, §3.4-§3.5): gain ``k``, alpha's
@@ -54,7 +57,7 @@ class SymphonyParams(Codec):
     tracking: str = "job"
 
     def __post_init__(self):
-        check(finite(self.k) and self.k >= 0, "k", self.k, "must be >= 0")
+        check(finite(self.k) and 0 <= self.k <= K_MAX, "k", self.k, f"must be in [0, {K_MAX:g}]")
         check(finite(self.tau) and 0 <= self.tau <= 1, "tau", self.tau, "must be in [0, 1]")
         check(finite(self.t_win_s) and self.t_win_s >= MIN_T_WIN_S, "t_win_s", self.t_win_s,
               f"must be a time >= {MIN_T_WIN_S:g} s (emulated)")

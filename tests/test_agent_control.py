@@ -20,6 +20,7 @@ from hosts.config import to_dict
 from switch_agent.agent import Agent
 from switch_agent.config import (MAX_RATE_BPS, MIN_RATE_BPS, MIN_T_WIN_S, AgentConfig,
                                  PortParams, RedParams, SymphonyParams)
+from switch_agent import control
 from switch_agent.control import COMMANDS, MAX_DATAGRAM_BYTES
 
 PORT = "lo"
@@ -113,7 +114,7 @@ HOSTILE = [
     (b'{"cmd": "symphony", "enabled": "no"}', ["enabled must be true or false", "'no'"]),
     (b'{"cmd": "symphony", "enabled": 0}', ["enabled must be true or false", "got 0"]),
     (b'{"cmd": "symphony", "n_warmup": 2.5}', ["n_warmup must be an integer >= 0", "2.5"]),
-    (b'{"cmd": "symphony", "k": -1}', ["symphony: k must be >= 0", "-1"]),
+    (b'{"cmd": "symphony", "k": -1}', ["symphony: k must be in [0, 100]", "-1"]),
     (b'{"cmd": "symphony", "k": ' + b"9" * 40 + b"}", ["integer", "out of range"]),
     (b'{"cmd": "symphony", "tracking": "ring"}', ["symphony: unknown key 'tracking'",
                                                   "allowed: enabled, k, tau, t_win_s"]),
@@ -303,3 +304,25 @@ def _not_utf8(d: bytes) -> bool:
         return False
     except UnicodeDecodeError:
         return True
+
+
+def test_send_command_reaches_an_agent_by_its_abstract_name(rig):
+    # the runner's client in the agent's own namespace (here: this one, no setns)
+    import threading
+    name = rig.name[1:]                                   # without the leading NUL
+    assert control.address(name) == rig.name
+    rig.agent.ctl.setblocking(True)
+    server = threading.Thread(target=rig.agent._serve_control)
+    server.start()
+    reply = control.send_command(name, {"cmd": "drop_fraction", "value": 0.125}, 2.0)
+    server.join(2)
+    assert reply == {"ok": True, "drop_fraction": 0.125}
+    with pytest.raises(ConnectionRefusedError):           # nothing bound by that name
+        control.send_command(name + "-nobody", {"cmd": "stats"}, 2.0)
+
+
+def test_control_names_are_abstract_unique_and_fit_a_socket_address():
+    a = control.control_name("/work/runs/x", "leaf0")
+    assert a != control.control_name("/work/runs/y", "leaf0")
+    assert a != control.control_name("/work/runs/x", "leaf1")
+    assert len(control.address(control.control_name("/r" * 500, "s" * 40)).encode()) <= 107

@@ -160,3 +160,25 @@ def test_udp_counters_parse_the_namespaces_snmp_table(tmp_path):
                  "Udp: 100 0 3 90 3 0\n")
     assert udp_counters(str(p)) == {"InErrors": 3, "RcvbufErrors": 3, "SndbufErrors": 0}
     assert udp_counters(str(tmp_path / "missing")) == {}
+
+
+def test_a_short_step_may_beat_the_bound_by_one_burst_but_no_more():
+    # a 2-rank all-reduce of 64 KB: 2 steps of 32 KB; each may start with a full token
+    # bucket (L2_BURST_BYTES leave at once), so the fastest CCT is the bound less 2 bursts
+    from emulator.analysis.report import fastest_cct_s
+    from emulator.plan.layout import layout, theoretical_cct_s
+    from emulator.spec import JobSpec, TopologySpec
+    from topologies.fabric import L2_BURST_BYTES
+    topo = TopologySpec(kind="dumbbell", hosts=2)
+    lay = layout(JobSpec(hosts=("all",), rings="single", size_bytes=65536), topo, lambda s: s)
+    rate = 5e6
+    theo = theoretical_cct_s(lay, rate, 4096)
+    fastest = fastest_cct_s(lay, theo, rate)
+    assert lay.steps == 2
+    assert fastest == pytest.approx(theo - 2 * L2_BURST_BYTES * 8 / rate)
+    assert 0.70 < fastest / theo < 0.75          # 9100 B of each ~33 KB step
+    meas = {"agents": {}, "rank_summaries": {}}
+    ok = fidelity(meas, rate, 4096, [0.94], [], floors=[0.94 * theo / fastest])
+    assert ok["faithful"], ok["reasons"]
+    broken = fidelity(meas, rate, 4096, [0.60], [], floors=[0.60 * theo / fastest])
+    assert any("faster than the link allows" in r for r in broken["reasons"])

@@ -74,7 +74,8 @@ def spec_path(tmp_path):
     return p
 
 
-def test_ctrl_c_and_sigterm_at_random_moments_leave_nothing(spec_path, tmp_path):
+def test_ctrl_c_and_sigterm_at_random_moments_and_in_teardown_leave_nothing(spec_path,
+                                                                           tmp_path):
     veths = _root_veths()
     rng = random.Random(13)
     # a run here: ~2 s to build, ~4 s of job, ~1 s to tear down; 12 moments across all
@@ -93,6 +94,19 @@ def test_ctrl_c_and_sigterm_at_random_moments_leave_nothing(spec_path, tmp_path)
         states = [ledger.state(d) for d in ledger.run_dirs_with_ledgers(str(out))]
         assert all(s == "closed" for s in states), (at, states, text)
         outcomes.append(p.returncode)
+    # and two aimed at the teardown: the moment the job's last step is reported
+    for i, sig in enumerate((signal.SIGINT, signal.SIGTERM), start=len(moments)):
+        out = tmp_path / f"sig{i}"
+        p = start(spec_path, out)
+        seen = ""
+        while "(100%)" not in seen and p.poll() is None:
+            seen = p.stdout.readline()
+        if p.poll() is None:
+            os.killpg(p.pid, sig) if sig == signal.SIGINT else p.send_signal(sig)
+        text = seen + p.communicate(timeout=60)[0]
+        assert "Traceback" not in text, text
+        assert left_behind(out) == [], (sig, text)
+        assert all(ledger.state(d) == "closed" for d in ledger.run_dirs_with_ledgers(str(out)))
     assert _root_veths() - veths == set()
     assert 130 in outcomes                          # some signals came mid-run
     # after a Ctrl-C, the same command runs again into the same folder

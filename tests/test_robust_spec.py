@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from emulator.spec import SpecError, load
+from emulator.plan.timing import warnings
 from tests.test_spec import BASE, spec_with
 from tests.toml_util import assert_spec_error, to_toml
 
@@ -315,15 +316,15 @@ def test_the_cli_prints_a_bad_spec_as_one_line_and_exits_2(tmp_path):
 # --- valid specs that cannot do what they say: warnings --------------------------------
 
 def warnings_of(tmp_path, *changes, remove=()):
-    return load(spec_with(tmp_path, *changes, remove=remove)).warnings
+    return warnings(load(spec_with(tmp_path, *changes, remove=remove)))
 
 
 def test_the_base_spec_and_the_experiment_specs_have_no_warnings(tmp_path):
-    assert warnings_of(tmp_path) == ()
+    assert warnings_of(tmp_path) == []
     runs = os.path.join(os.path.dirname(os.path.dirname(__file__)), "runs")
     for name in sorted(os.listdir(runs)):
         if name.endswith(".toml"):
-            assert load(os.path.join(runs, name)).warnings == (), name
+            assert warnings(load(os.path.join(runs, name))) == [], name
 
 
 def test_a_link_down_after_the_timeout_is_a_warning_that_it_never_fires(tmp_path):

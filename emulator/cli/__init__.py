@@ -81,7 +81,8 @@ def _load_spec(args):
 
 
 def _print_warnings(command: str, spec) -> None:
-    for w in spec.warnings:
+    from emulator.plan.timing import warnings
+    for w in warnings(spec):
         print(f"symphony-emu {command}: warning: {spec.path}: {w}", file=sys.stderr)
 
 

@@ -190,12 +190,6 @@ def clean(rundir: str, force: bool = False, wait_s: float = 5.0) -> list[str]:
                                  text=True)
             removed.append(f"namespace {r['name']}" + ("" if res.returncode == 0 else
                                                        f" (failed: {res.stderr.strip()})"))
-    for name in os.listdir(rundir):
-        if name.endswith(".ctl"):                 # agents' control sockets
-            try:
-                os.unlink(os.path.join(rundir, name))
-            except OSError:
-                pass
     with open(os.path.join(rundir, LEDGER), "a") as f:
         f.write(json.dumps({"kind": "closed", "by": "clean", "removed": removed}) + "\n")
     return removed

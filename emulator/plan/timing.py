@@ -1,5 +1,6 @@
 """When a spec's events fall in its run: the warnings of a valid spec that cannot do what
-it says (``Spec.warnings``, printed by the command line).
+it says (:func:`warnings`, printed by the command line). Here, beside the plan, because
+judging them needs the job layouts and their lockstep bound; the spec stays below the plan.
 
 Every time of a spec is at real scale; the run stops at ``run.timeout_s`` of wall clock,
 which is emulated time (docs/architecture.md §7). So an event at or after
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from emulator.plan import layout as lay_mod
 from hosts.scale import Scale
 
 if TYPE_CHECKING:
@@ -73,7 +75,6 @@ def _moments(p) -> tuple:
 def job_ends_s(spec: Spec) -> dict[int, tuple[float, float]]:
     """Job id -> (start, end) in emulated seconds if every step ran at link rate
     (stragglers' delays included, imbalance and background left out: a lower bound)."""
-    from emulator.plan import layout as lay_mod       # the plan imports the spec, not back
     sc = Scale(spec.scale.dilation)
     rate = sc.rate_bps(spec.topology.link_rate_gbps * 1e9)
     mtu = spec.transport.mtu_bytes
