@@ -10,7 +10,8 @@ runner (``emulator.launch.runner.run_one``), one run per (scheme, seed), and pri
 process kind:
 
 * ``CPU/pkt``: CPU seconds (user + system, the process's own ``getrusage``: the rank
-  summary's and the agent final record's ``cpu_s``) over data packets. For ranks, the
+  summaries' ``process`` CPU, once per host process, and the agent final record's
+  ``cpu_s``) over data packets. For ranks, the
   packets are the unique data packets their send flows carried (``send_flow`` records'
   ``packets``); for agents, the packets they handled (final ``counters``), i.e. per hop.
 * ``run CPU/pkt``: the same, with the CPU measured from /proc between t = 0 and the
@@ -67,7 +68,7 @@ def proc_sample(pid: int) -> tuple[int, int, float] | None:
 
 
 def process_kind(name: str) -> str | None:
-    if "hosts.rank" in name or "hosts.host" in name:
+    if "hosts.group" in name:
         return "ranks"
     if "switch_agent" in name:
         return "agents"
@@ -156,8 +157,11 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
     cwds = sorted(set(sampler.cwd[p] for p in sampler.cwd if sampler.procs[p][0] == "ranks"))
     return {"scheme": scheme, "seed": seed, "rundir": rundir,
             "dilation": spec.scale.dilation, "routing": spec.topology.routing,
-            "ranks": {**kind_row("ranks", sum(r.get("cpu_s", 0) for r in ranks), rank_pkts,
-                                 len(ranks)), "data_tx": rank_tx},
+            "ranks": {**kind_row("ranks", host_process_cpu_s(ranks), rank_pkts,
+                                 len({r.get("process", {}).get("pid") for r in ranks})),
+                      "hosts": len(ranks), "data_tx": rank_tx,
+                      "kernel_share": host_process_cpu_s(ranks, "sys_s")
+                      / max(1e-9, host_process_cpu_s(ranks))},
             "agents": kind_row("agents", sum(f.get("cpu_s", 0) for f in finals),
                                sum(a["counters"]["pkts"] for a in agents), len(agents)),
             "cct_ratio_median": statistics.median(ratios) if ratios else None,
@@ -165,6 +169,20 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
             "faithful": res["fidelity"]["faithful"], "reasons": res["fidelity"]["reasons"],
             "cpu_busy": meas.get("cpu_busy"), "wall_s": meas.get("wall_s"),
             "rank_cwd": cwds}
+
+
+def host_process_cpu_s(summaries: list[dict], key: str = "cpu_s") -> float:
+    """CPU of the host processes (``key="sys_s"``: of it, in the kernel): a process serving
+    several hosts reports its CPU so far in each host's summary (``process``), so its
+    total is the largest of them."""
+    by_pid: dict = {}
+    for r in summaries:
+        p = r.get("process")
+        if p is None:
+            by_pid[id(r)] = r.get(key, 0.0)
+        else:
+            by_pid[p["pid"]] = max(by_pid.get(p["pid"], 0.0), p.get(key, 0.0))
+    return sum(by_pid.values())
 
 
 def fmt(v, spec: str, unit: str = "") -> str:
@@ -184,7 +202,10 @@ def print_row(r: dict) -> None:
         print(f"  {kind:<7} {k['processes']:>5} {k['cpu_s']:>7.2f} {k['packets']:>8} "
               f"{fmt(k['us_per_pkt'], '.1f', ' µs'):>10} {fmt(k['run_us_per_pkt'], '.1f', ' µs'):>11}"
               f" {fmt(k['wakeups_per_s'], '.0f'):>10} {fmt(k['involuntary_share'], '.0%'):>6}")
-    print(f"  (ranks: {r['ranks']['data_tx']} data packets sent with retransmissions; "
+    print(f"  (ranks: {r['ranks'].get('hosts', '?')} hosts in {r['ranks']['processes']} "
+          f"processes, {fmt(r['ranks'].get('kernel_share'), '.0%')} of their CPU in the kernel "
+          f"(sending a packet runs the fabric's forwarding up to the next queue); "
+          f"{r['ranks']['data_tx']} data packets sent with retransmissions; "
           f"agents: packets per hop; code run from {', '.join(r['rank_cwd']) or '?'})",
           flush=True)
 

@@ -9,6 +9,9 @@ quantities are the same at both scales. A complete spec with every key::
 
     [scale]
     dilation = 1000                  # emulated = real / D for rates, x D for times
+    host_processes = 0               # processes serving the hosts (hosts.group); 0: one
+                                     # per CPU, more past 8 hosts each. Each host keeps its
+                                     # own NIC, sockets and namespace (architecture §3.4)
 
     [topology]
     kind = "leafspine"               # leafspine | dumbbell
@@ -204,6 +207,7 @@ US, MS = 1e-6, 1e-3          # Range.time_s of a field in µs, in ms
 @dataclass(frozen=True)
 class ScaleSpec:
     dilation: float = _num(DEFAULT_DILATION, 1e-3, 1e7)
+    host_processes: int = _num(0, 0, 4096, note=" (0: one per CPU)")
 
 
 @dataclass(frozen=True)

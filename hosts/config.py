@@ -224,3 +224,25 @@ class HostConfig(Codec):
             return len(self.sends) + len(self.receives)
         return sum((len(r.program) if r.program else r.passes) * r.steps_per_collective
                    for r in self.ranks)
+
+
+@dataclass(frozen=True)
+class MemberConfig(Codec):
+    """One host of a host process (``hosts.group``)."""
+    config: str                       # its HostConfig, as JSON (<host>.host.json)
+    out: str                          # its protocol lines (<host>.host.out)
+    netns_pid: int = 0                # a process in its network namespace; 0: the process's own
+
+    def __post_init__(self):
+        check(isinstance(self.netns_pid, int) and self.netns_pid >= 0, "netns_pid",
+              self.netns_pid, "must be a process id, or 0 for the process's own namespace")
+
+
+@dataclass(frozen=True)
+class GroupConfig(Codec):
+    """The hosts one process serves (docs/architecture.md §3.4), written by the launcher
+    as ``<first host>.group.json``."""
+    members: tuple[MemberConfig, ...]
+
+    def __post_init__(self):
+        check(len(self.members) > 0, "members", len(self.members), "at least one host")

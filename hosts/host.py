@@ -1,21 +1,19 @@
 """A host process without any collective: send given messages, receive and verify others.
 
-    python -m hosts.host --config h0.json
-
 The configuration: a ``hosts.config.HostConfig`` with ``sends`` and ``receives`` (each a
 ``MessageConfig``: peer IP, bytes, job, channel, step; a send's ``start_s`` after t = 0),
-written by the launcher; all times and rates emulated (``hosts.scale``).
+written by the launcher; all times and rates emulated (``hosts.scale``). A process
+(``hosts.group``) serves one or several such hosts.
 
 Message contents are pseudo-random bytes from a seed derived from (job, channel, step,
 sender, receiver), so the receiver checks every byte without the data being shipped
-around. The process prints one JSON summary and exits 0 only if every send was
-acknowledged and every expected message arrived exactly once and byte-exact.
+around. The host's summary is ok only if every send was acknowledged and every expected
+message arrived exactly once and byte-exact.
 """
 
 from __future__ import annotations
 
-import json
-import sys
+import math
 import time
 import zlib
 
@@ -23,7 +21,6 @@ import numpy as np
 
 from hosts.config import HostConfig
 from hosts.nic import Nic
-from hosts.process import config_main
 from hosts.telemetry import Telemetry
 
 
@@ -33,78 +30,75 @@ def message_bytes(job: int, channel: int, step: int, src: str, dst: str, nbytes:
     return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8).tobytes()
 
 
-def run(cfg: HostConfig, wait_start) -> dict:
-    tele = Telemetry(cfg.telemetry_path)
-    expected = {}
-    for r in cfg.receives:
-        key = (r.peer, r.job, r.channel, r.step)
-        if key in expected:
-            raise ValueError(f"receive {key} listed twice")
-        expected[key] = r.bytes
-    got: dict[tuple, str] = {}
+class MessageHost:
+    """One host's messages on its NIC, served by ``hosts.group``'s loop (the interface of
+    ``hosts.rank.RankHost``)."""
 
-    def on_message(flow, message: bytes) -> None:
+    def __init__(self, cfg: HostConfig, nic_args: dict, say, clock=time.monotonic):
+        self.cfg, self.say = cfg, say
+        self.tele = Telemetry(cfg.telemetry_path)
+        self.expected = {}
+        for r in cfg.receives:
+            key = (r.peer, r.job, r.channel, r.step)
+            if key in self.expected:
+                raise ValueError(f"receive {key} listed twice")
+            self.expected[key] = r.bytes
+        self.got: dict[tuple, str] = {}
+        self.completed = []
+        self.sends = sorted(cfg.sends, key=lambda s: s.start_s)
+        self.pending = []
+        self.t0 = 0.0
+        self.nic = Nic(cfg.ip, cfg.line_rate_bps, cfg.cc, cfg.transport,
+                       on_message=self._on_message, telemetry=self.tele, clock=clock,
+                       **nic_args)
+
+    def _on_message(self, flow, message: bytes) -> None:
         key = (flow.peer, flow.job, flow.channel, flow.step)
+        expected, got = self.expected, self.got
         if key not in expected:
             got[key] = "unexpected"
         elif key in got:
             got[key] = "duplicate"
-        elif message != message_bytes(flow.job, flow.channel, flow.step, flow.peer, cfg.ip,
-                                      expected[key]):
+        elif message != message_bytes(flow.job, flow.channel, flow.step, flow.peer,
+                                      self.cfg.ip, expected[key]):
             got[key] = f"corrupt ({len(message)} of {expected[key]} bytes)"
         else:
             got[key] = "ok"
-        progress()
+        self._progress()
 
-    def progress(*_):
-        done = len(completed) + len(got)
-        print(json.dumps({"progress": done, "of": cfg.total_steps}), flush=True)
+    def _progress(self) -> None:
+        self.say({"progress": len(self.completed) + len(self.got), "of": self.cfg.total_steps})
 
-    def sent(flow):
-        completed.append(flow)
-        progress()
+    def _sent(self, flow) -> None:
+        self.completed.append(flow)
+        self._progress()
 
-    nic = Nic(cfg.ip, cfg.line_rate_bps, cfg.cc, cfg.transport, on_message=on_message,
-              telemetry=tele)
-    sends = sorted(cfg.sends, key=lambda s: s.start_s)
-    completed = []
-    try:
-        t0 = wait_start()
-        deadline = t0 + cfg.timeout_s
-        pending = list(sends)
-        while time.monotonic() < deadline:
-            now = time.monotonic()
-            while pending and now >= t0 + pending[0].start_s:
-                s = pending.pop(0)
-                data = message_bytes(s.job, s.channel, s.step, cfg.ip, s.peer, s.bytes)
-                nic.send(s.peer, s.job, s.channel, s.step, data,
-                         on_complete=sent, sport=s.sport)
-            if not pending and not nic.busy and len(got) >= len(expected):
-                break
-            wait = (t0 + pending[0].start_s - now) if pending else 0.05
-            nic.poll(max(0.0, min(wait, 0.05)))
-        # Linger briefly so a peer's retransmission of our last ACK's loss can be re-ACKed.
-        linger = time.monotonic() + cfg.linger_s
-        while time.monotonic() < linger:
-            nic.poll(0.02)
-    finally:
-        stats = nic.stats()
-        nic.close()
-    missing = [list(k) for k in expected if k not in got]
-    bad = {"/".join(map(str, k)): v for k, v in got.items() if v != "ok"}
-    summary = {"type": "host_summary", "name": cfg.name, "ip": cfg.ip,
-               "sends": len(sends), "sends_completed": len(completed),
-               "receives": len(expected), "receives_ok": sum(v == "ok" for v in got.values()),
-               "missing": missing, "bad": bad, **stats,
-               "ok": len(completed) == len(sends) and not missing and not bad}
-    tele.write(summary)
-    tele.close()
-    return summary
+    def start(self, t0: float) -> None:
+        self.t0 = t0
+        self.pending = list(self.sends)
 
+    def service(self, now: float) -> float:
+        pending, cfg = self.pending, self.cfg
+        while pending and now >= self.t0 + pending[0].start_s:
+            s = pending.pop(0)
+            data = message_bytes(s.job, s.channel, s.step, cfg.ip, s.peer, s.bytes)
+            self.nic.send(s.peer, s.job, s.channel, s.step, data, on_complete=self._sent,
+                          sport=s.sport)
+        t_next = self.t0 + pending[0].start_s if pending else math.inf
+        return min(t_next, self.nic.service(now))
 
-def main(argv: list[str] | None = None) -> int:
-    return config_main("python -m hosts.host", __doc__, run, argv)
+    @property
+    def finished(self) -> bool:
+        return not self.pending and not self.nic.busy and len(self.got) >= len(self.expected)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    def summary(self, timed_out: bool, udp: dict) -> dict:
+        missing = [list(k) for k in self.expected if k not in self.got]
+        bad = {"/".join(map(str, k)): v for k, v in self.got.items() if v != "ok"}
+        return {"type": "host_summary", "name": self.cfg.name, "ip": self.cfg.ip,
+                "sends": len(self.sends), "sends_completed": len(self.completed),
+                "receives": len(self.expected),
+                "receives_ok": sum(v == "ok" for v in self.got.values()),
+                "missing": missing, "bad": bad, "timed_out": timed_out, "udp": udp,
+                **self.nic.stats(),
+                "ok": (not timed_out and len(self.completed) == len(self.sends)
+                       and not missing and not bad)}

@@ -100,7 +100,8 @@ class Nic:
     def __init__(self, ip: str, line_rate_bps: float, cc: CcConfig,
                  transport: TransportParams, *,
                  on_message: Callable | None = None, telemetry=None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 socket_factory: Callable[..., socket.socket] = socket.socket):
         if abs(cc.params.line_rate_bps - line_rate_bps) > 1e-6 * line_rate_bps:
             raise ValueError(f"congestion control {cc.name} line rate {cc.params.line_rate_bps} "
                              f"differs from the NIC's {line_rate_bps}")
@@ -113,7 +114,10 @@ class Nic:
         self.telemetry = telemetry
         self.clock = clock
         self.np = NotificationPoint(cc.params.cnp_interval_s)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        # sockets come from the factory: a process serving several hosts creates each in
+        # its host's namespace (hosts.netns)
+        self._socket = socket_factory
+        self.sock = socket_factory(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         self.sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
         self.sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
@@ -157,7 +161,7 @@ class Nic:
         if sport is None:
             sport = flow_sport(job, channel, step, self.ip, self.tp.per_step_sport,
                                self.tp.sport_seed)
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s = self._socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
         s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, wire.ECN_ECT0)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -196,13 +200,20 @@ class Nic:
         if self._drained:      # what came since then makes the select below return at once
             self._drained = False
         else:
-            self._receive()
+            self.receive()
         now = self.clock()
-        wait = min(max_wait_s, self._send_due(now), self._check_timers(now) - now)
+        wait = min(max_wait_s, self.service(now) - now)
         if wait > 0 and self.completions == done \
                 and select.select(self._rlist, [], [], wait)[0]:
-            self._receive()
+            self.receive()
             self._drained = True
+
+    def service(self, now: float) -> float:
+        """Send every packet that is due and fire every due retransmission timeout; return
+        when the NIC next needs a turn (inf: not before an arrival). For a caller that
+        sleeps on many NICs' sockets at once (``hosts.group``); :meth:`poll` is this plus
+        the sleep for one NIC."""
+        return min(now + self._send_due(now), self._check_timers(now))
 
     def close(self) -> None:
         for f in list(self.senders.values()):
@@ -298,7 +309,7 @@ class Nic:
             now = self.clock()
 
     # --- receiving -----------------------------------------------------------------
-    def _receive(self) -> None:
+    def receive(self) -> None:
         """Handle every datagram waiting on the host's socket (read into one reused buffer)."""
         recvmsg_into, bufs, view = self.sock.recvmsg_into, [self._rbuf], self._rview
         while True:

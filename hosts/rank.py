@@ -1,11 +1,10 @@
 """A host running collective ranks: the schedule (``hosts.collectives``) executed on real
 numpy buffers over the NIC (``hosts.nic``), every result verified.
 
-    python -m hosts.rank --config h0.json
-
 Configuration: a ``hosts.config.HostConfig`` with ``ranks`` (one ``RankConfig`` per job this
 host takes part in), written as JSON by the launcher (``emulator.launch.launcher``); times
-and rates emulated. t = 0 comes through the launcher's ready barrier (``hosts.process``).
+and rates emulated. A process (``hosts.group``) serves one or several such hosts; t = 0
+comes through the launcher's ready barrier.
 
 Buffers hold float32 values that are small integers, so every sum is exact and each rank
 checks its result against the sum it computes (once, before the start) from the other
@@ -16,9 +15,7 @@ Telemetry: the NIC's per-flow records plus one ``collective`` record per rank an
 
 from __future__ import annotations
 
-import json
-import resource
-import sys
+import math
 import time
 
 import numpy as np
@@ -29,7 +26,6 @@ from hosts.collectives import collective
 from hosts.collectives.expected import Expected
 from hosts.config import HostConfig, RankConfig
 from hosts.nic import Nic
-from hosts.process import config_main
 from hosts.telemetry import Telemetry
 
 DTYPE = np.float32
@@ -253,87 +249,74 @@ def link_after(programs: list[RankProgram]) -> None:
             p.after = by_job[p.spec.after_job]
 
 
-def run(cfg: HostConfig, wait_start) -> dict:
-    """Set up every rank of this host, wait for t = 0 (``wait_start()``), run them."""
-    tele = Telemetry(cfg.telemetry_path)
-    counts = {"applied": 0}
-    total_steps = cfg.total_steps
+class RankHost:
+    """One host's ranks on its NIC, served by ``hosts.group``'s loop: set up (schedules,
+    expected results) in ``__init__``, before the ready barrier, so no rank starts late
+    because its Python started slowly; then :meth:`start` at t = 0 and :meth:`service`
+    whenever the host's time comes or its socket has something."""
 
-    def progress():
-        counts["applied"] += 1
-        print(json.dumps({"progress": counts["applied"], "of": total_steps}), flush=True)
+    def __init__(self, cfg: HostConfig, nic_args: dict, say, clock=time.monotonic):
+        self.cfg, self.say, self.clock = cfg, say, clock
+        self.tele = Telemetry(cfg.telemetry_path)
+        self.applied = 0
+        self.programs: list[RankProgram] = []
+        self.changed = True              # a delivery may have started or ended a pass
+        self.t_event = 0.0               # the programs' next timed event (deferred send, pass)
+        self.nic = Nic(cfg.ip, cfg.line_rate_bps, cfg.cc, cfg.transport,
+                       on_message=self._on_message, telemetry=self.tele, clock=clock,
+                       **nic_args)
+        self._ready = [RankProgram(self.nic, r, 0.0, self.tele, self._progress)
+                       for r in cfg.ranks]
 
-    programs: list[RankProgram] = []
-    changed = [True]                 # a delivery may have started or ended a pass
+    def _progress(self) -> None:
+        self.applied += 1
+        self.say({"progress": self.applied, "of": self.cfg.total_steps})
 
-    def on_message(flow, message):
-        now = time.monotonic()
-        changed[0] = True
-        for p in programs:
+    def _on_message(self, flow, message) -> None:
+        self.changed = True
+        now = self.clock()
+        for p in self.programs:
             if p.on_message(flow, message, now):
                 return
-        tele.write({"type": "unexpected_message", "job": flow.job, "step": flow.step,
-                    "peer": flow.peer})
+        self.tele.write({"type": "unexpected_message", "job": flow.job, "step": flow.step,
+                         "peer": flow.peer})
 
-    nic = Nic(cfg.ip, cfg.line_rate_bps, cfg.cc, cfg.transport, on_message=on_message,
-              telemetry=tele)
-    # Set-up (schedules, expected results) happens before the barrier, so no rank starts
-    # late because its Python started slowly.
-    ready = [RankProgram(nic, r, 0.0, tele, progress) for r in cfg.ranks]
-    try:
-        t0 = wait_start()
-    except BaseException:
-        nic.close()
-        raise
-    for p in ready:
-        p.set_start(t0)
-    programs += ready
-    link_after(programs)
-    deadline = t0 + cfg.timeout_s
-    timed_out = False
-    monotonic = time.monotonic
-    t_event = t0                     # the programs' next timed event (deferred send, pass)
-    try:
-        # The programs act only when one of their times comes or a message arrived; the
-        # NIC sleeps until then, its next departure, timeout or arrival (no polling).
-        while True:
-            now = monotonic()
-            if now > deadline:
-                timed_out = True
-                break
-            if changed[0] or now >= t_event:
-                changed[0] = False
-                for p in programs:
-                    p.tick(now)
-                times = [t for t in (p.next_event() for p in programs) if t is not None]
-                t_event = min(times, default=deadline)
-            if not nic.busy and all(p.done for p in programs):
-                break
-            nic.poll(max(0.0, min(t_event, deadline) - now))
-        linger = monotonic() + cfg.linger_s
-        while (now := monotonic()) < linger:
-            nic.poll(linger - now)
-    finally:
-        stats = nic.stats()
-        nic.close()
-    colls = [c for p in programs for c in p.finished]
-    summary = {"type": "rank_summary", "name": cfg.name, "ip": cfg.ip,
-               "collectives": len(colls), "expected": sum(p.passes for p in programs),
-               "verified": sum(getattr(c, "verified", False) for c in colls),
-               "timed_out": timed_out, "steps_applied": counts["applied"],
-               "steps_total": total_steps,
-               "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-               "cpu_s": sum(resource.getrusage(resource.RUSAGE_SELF)[:2]),
-               "udp": udp_counters(), **stats}
-    summary["ok"] = (not timed_out and summary["verified"] == summary["expected"])
-    tele.write(summary)
-    tele.close()
-    return summary
+    def start(self, t0: float) -> None:
+        for p in self._ready:
+            p.set_start(t0)
+        self.programs += self._ready
+        link_after(self.programs)
+        self.t_event = t0
+
+    def service(self, now: float) -> float:
+        """Act on what is due now; return when this host next needs a turn. The programs
+        act only when one of their times comes or a message arrived (no polling)."""
+        if self.changed or now >= self.t_event:
+            self.changed = False
+            for p in self.programs:
+                p.tick(now)
+            self.t_event = min((t for t in (p.next_event() for p in self.programs)
+                                if t is not None), default=math.inf)
+        return min(self.t_event, self.nic.service(now))
+
+    @property
+    def finished(self) -> bool:
+        return not self.nic.busy and all(p.done for p in self.programs)
+
+    def summary(self, timed_out: bool, udp: dict) -> dict:
+        colls = [c for p in self.programs for c in p.finished]
+        cfg = self.cfg
+        summary = {"type": "rank_summary", "name": cfg.name, "ip": cfg.ip,
+                   "collectives": len(colls), "expected": sum(p.passes for p in self.programs),
+                   "verified": sum(getattr(c, "verified", False) for c in colls),
+                   "timed_out": timed_out, "steps_applied": self.applied,
+                   "steps_total": cfg.total_steps, "udp": udp, **self.nic.stats()}
+        summary["ok"] = (not timed_out and summary["verified"] == summary["expected"])
+        return summary
 
 
 def udp_counters(path: str = "/proc/net/snmp") -> dict:
-    """This namespace's UDP error counters (the host's own: a rank runs in its host's
-    namespace). RcvbufErrors counts datagrams the socket had no room for: the process
+    """A namespace's UDP error counters (``path``: the host's, ``hosts.netns``). RcvbufErrors counts datagrams the socket had no room for: the process
     fell behind reading, which a NIC would not do."""
     try:
         with open(path) as f:
@@ -345,11 +328,3 @@ def udp_counters(path: str = "/proc/net/snmp") -> dict:
     names, values = rows[0][1:], rows[1][1:]
     c = dict(zip(names, map(int, values)))
     return {k: c.get(k, 0) for k in ("InErrors", "RcvbufErrors", "SndbufErrors")}
-
-
-def main(argv: list[str] | None = None) -> int:
-    return config_main("python -m hosts.rank", __doc__, run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

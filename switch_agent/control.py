@@ -28,6 +28,7 @@ import os
 import socket
 import threading
 
+from hosts import netns
 from switch_agent.config import RedParams
 
 MAX_DATAGRAM_BYTES = 65536
@@ -133,9 +134,6 @@ def parse_command(data: bytes) -> tuple[str, dict]:
 # namespaces), not one in the root namespace. The runner makes its client socket in the
 # switch's namespace (netns_socket) without leaving its own.
 
-CLONE_NEWNET = 0x40000000
-_libc = None
-
 
 def control_name(rundir: str, switch: str) -> str:
     """The abstract socket name of ``switch``'s agent (unique per run folder and switch)."""
@@ -148,19 +146,6 @@ def address(name: str) -> str:
     return "\0" + name
 
 
-def _setns(fd: int) -> None:
-    if hasattr(os, "setns"):                       # Python >= 3.12
-        os.setns(fd, CLONE_NEWNET)
-        return
-    import ctypes
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        e = ctypes.get_errno()
-        raise OSError(e, f"setns: {os.strerror(e)}")
-
-
 def netns_socket(pid: int) -> socket.socket:
     """A Unix datagram socket of the network namespace of process ``pid``. A socket keeps
     the namespace it was created in, and setns() moves only the calling thread: a
@@ -170,9 +155,9 @@ def netns_socket(pid: int) -> socket.socket:
 
     def make():
         try:
-            fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+            fd = netns.open_netns(pid)
             try:
-                _setns(fd)
+                netns.setns(fd)
             finally:
                 os.close(fd)
             out.append(socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM))

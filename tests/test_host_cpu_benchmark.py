@@ -14,8 +14,7 @@ _spec.loader.exec_module(host_cpu)
 
 
 @pytest.mark.parametrize("name,kind", [
-    ("h3: -m hosts.rank --config h3.host.json", "ranks"),        # as the ledger names them
-    ("h0: -m hosts.host --config h0.host.json", "ranks"),
+    ("h8: -m hosts.group --config h8.group.json", "ranks"),      # as the ledger names them
     ("spine2: -m switch_agent --config spine2.agent.json", "agents"),
     ("h1: tcpdump -i h1-eth0 -w x.pcap", None),
 ])
@@ -43,3 +42,11 @@ def test_wakeups_and_cpu_count_only_from_t0_to_the_last_sample(tmp_path):
     assert d["ranks"] == [pytest.approx((2.0, 400, 40, 0.20)),
                           pytest.approx((1.0, 300, 30, 0.1))]
     assert d["agents"] == []
+
+
+def test_a_host_process_serving_several_hosts_counts_its_cpu_once():
+    # each host's summary carries the process's CPU at the time it finished
+    rows = [{"cpu_s": 1.0, "process": {"pid": 7, "hosts": 2, "cpu_s": 2.0}},
+            {"cpu_s": 1.5, "process": {"pid": 7, "hosts": 2, "cpu_s": 3.0}},
+            {"cpu_s": 0.5, "process": {"pid": 9, "hosts": 1, "cpu_s": 0.5}}]
+    assert host_cpu.host_process_cpu_s(rows) == pytest.approx(3.5)

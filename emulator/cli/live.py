@@ -104,7 +104,7 @@ class LiveSession:
         rundir = os.path.join(group, f"{self.scheme}-seed{self.seed}")
         os.makedirs(rundir)
         RunFolder(rundir).write_manifest(plan, spec, live=True)
-        procs = HostProcesses(self.fab, plan.hosts, rundir)
+        procs = HostProcesses(self.fab, plan.hosts, rundir, plan.host_processes)
         procs.start()
         try:
             procs.go()

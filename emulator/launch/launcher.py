@@ -1,20 +1,23 @@
 """The one launcher of host processes, for ``run``, the live CLI and message runs.
 
     procs = HostProcesses(fab, plan.hosts, rundir)
-    procs.start()                      # one process per host, in its namespace
+    procs.start()                      # the processes that serve the hosts (hosts.group)
     t0 = procs.go()                    # ready barrier, then the shared t = 0
     while procs.running: procs.poll(0.25); print(procs.progress)
     procs.stop()                       # SIGTERM, then SIGKILL; every exit code recorded
 
 The protocol (docs/architecture.md §9): the launcher writes each ``HostConfig`` as
-``<host>.host.json``; the process (``python -m hosts.rank`` or ``hosts.host``) sets up
-(imports, sockets, schedules, expected results), prints ``{"ready": true}``, reads t = 0
-(a ``time.monotonic()`` value) from its stdin, runs, printing ``{"progress": n, "of": m}``
-lines, and ends with its summary (a JSON object with ``"type"``). Its stdout goes to
-``<host>.host.out`` and its stderr to ``<host>.host.log``, so a crashed or killed process
-leaves its last words behind and a caller that does not read for a while (the
-interactive CLI) never blocks a host on a full pipe. The launcher owns every process it
-starts: nothing it started outlives :meth:`stop`.
+``<host>.host.json`` and, per process, the hosts it serves as ``<first>.group.json``
+(``hosts.config.GroupConfig``). The process (``python -m hosts.group``), started in its
+first host's namespace, sets up every host (imports, sockets in each host's namespace,
+schedules, expected results), writes ``{"ready": true}`` for each, reads t = 0 (a
+``time.monotonic()`` value) from its stdin, runs, writing ``{"progress": n, "of": m}``
+lines, and ends each host with its summary (a JSON object with ``"type"``). A host's
+lines go to ``<host>.host.out``; the process's stdout and stderr to
+``<first>.host.log``, so a crashed or killed process leaves its last words behind and a
+caller that does not read for a while (the interactive CLI) never blocks a host on a
+full pipe. The launcher owns every process it starts: nothing it started outlives
+:meth:`stop`.
 """
 
 from __future__ import annotations
@@ -26,18 +29,22 @@ import sys
 import time
 from dataclasses import replace
 
-from hosts.config import HostConfig
+from hosts.config import GroupConfig, HostConfig, MemberConfig
 from topologies import fabric as wiring
 
+HOSTS_PER_CPU = 8                 # host processes: the hosts over this many per CPU, at least
 READY_TIMEOUT_S = 120.0           # set-up: imports and expected results of every host
 START_DELAY_S = 0.2               # from the last "ready" to t = 0
 
 
 class HostProcesses:
-    def __init__(self, fab, configs: dict[str, HostConfig], rundir: str):
+    def __init__(self, fab, configs: dict[str, HostConfig], rundir: str,
+                 processes: int = 0):
         self.fab, self.rundir = fab, rundir
         self.configs = dict(configs)
-        self.procs: dict[str, subprocess.Popen] = {}
+        self.processes = processes or default_processes(len(configs))
+        self.groups: list[tuple[tuple[str, ...], subprocess.Popen]] = []
+        self.procs: dict[str, subprocess.Popen] = {}     # host -> the process serving it
         self.ready: set[str] = set()
         self.done: dict[str, int] = {h: 0 for h in configs}
         self.summaries: dict[str, dict] = {}
@@ -64,25 +71,37 @@ class HostProcesses:
 
     # --- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
-        """Write each host's configuration and start its process (not yet at t = 0)."""
+        """Write each host's configuration and start the processes that serve them (not
+        yet at t = 0): ``processes`` of them, each serving a contiguous share of the hosts
+        from the namespace of its first (``hosts.group``)."""
         # numpy's BLAS thread pool is of no use to a rank (elementwise sums only) and costs
         # each process ~0.1 CPU-s of start-up on this machine (issue 15)
         env = dict(os.environ, PYTHONPATH=wiring.REPO_ROOT, OPENBLAS_NUM_THREADS="1")
         try:
-            for host, cfg in self.configs.items():
-                cfg = replace(cfg, telemetry_path=self._path(host, "jsonl"))
-                self.configs[host] = cfg
-                with open(self._path(host, "host.json"), "w") as f:
-                    json.dump(cfg.to_dict(), f, indent=1)
-                with open(self._path(host, "host.out"), "w") as out, \
-                        open(self._path(host, "host.log"), "w") as log:
-                    self.procs[host] = self.fab[host].popen(
-                        [sys.executable, "-m", cfg.module, "--config",
-                         self._path(host, "host.json")],
-                        stdin=subprocess.PIPE, stdout=out, stderr=log, env=env,
-                        cwd=wiring.REPO_ROOT)
-                self._offsets[host] = 0
-                self._partial[host] = ""
+            for hosts in split(list(self.configs), self.processes):
+                members = []
+                for host in hosts:
+                    cfg = replace(self.configs[host], telemetry_path=self._path(host, "jsonl"))
+                    self.configs[host] = cfg
+                    with open(self._path(host, "host.json"), "w") as f:
+                        json.dump(cfg.to_dict(), f, indent=1)
+                    open(self._path(host, "host.out"), "w").close()
+                    self._offsets[host] = 0
+                    self._partial[host] = ""
+                    members.append(MemberConfig(
+                        self._path(host, "host.json"), self._path(host, "host.out"),
+                        0 if host == hosts[0] else self.fab[host].pid))
+                group = self._path(hosts[0], "group.json")
+                with open(group, "w") as f:
+                    json.dump(GroupConfig(tuple(members)).to_dict(), f, indent=1)
+                with open(self._path(hosts[0], "host.log"), "w") as log:
+                    proc = self.fab[hosts[0]].popen(
+                        [sys.executable, "-m", "hosts.group", "--config", group],
+                        stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                        env=env, cwd=wiring.REPO_ROOT)
+                self.groups.append((tuple(hosts), proc))
+                for host in hosts:
+                    self.procs[host] = proc
         except BaseException:
             self.stop()
             raise
@@ -96,13 +115,13 @@ class HostProcesses:
             self.poll(0.05)
             dead = [h for h, p in self.procs.items() if p.poll() is not None and h not in self.ready]
             if dead:
-                raise RuntimeError(f"host {dead[0]} exited during set-up with "
+                raise RuntimeError(f"the process of host {dead[0]} exited during set-up with "
                                    f"{self.procs[dead[0]].returncode}: {self.log_tail(dead[0])}")
             if time.monotonic() > deadline:
                 slow = sorted(set(self.procs) - self.ready)
                 raise RuntimeError(f"hosts {slow} not ready after {ready_timeout_s:g} s")
         self.t_start = time.monotonic() + START_DELAY_S
-        for p in self.procs.values():
+        for _, p in self.groups:
             p.stdin.write(f"{self.t_start}\n".encode())
             p.stdin.flush()
         return self.t_start
@@ -154,9 +173,11 @@ class HostProcesses:
         return True
 
     def stop(self, timeout_s: float = 10.0) -> dict[str, int]:
-        """End every process still running (SIGTERM, then SIGKILL) and reap all."""
-        for host, p in self.procs.items():
-            self.exit_codes[host] = wiring.stop_process(p, timeout_s)
+        """End every process still running (SIGTERM, then SIGKILL) and reap all; the exit
+        code of each host's process, by host."""
+        for hosts, p in self.groups:
+            code = wiring.stop_process(p, timeout_s)
+            self.exit_codes.update({h: code for h in hosts})
             if p.stdin:
                 try:
                     p.stdin.close()
@@ -165,9 +186,34 @@ class HostProcesses:
         self.poll()
         return self.exit_codes
 
+    def log_path(self, host: str) -> str:
+        """The log of the process serving ``host`` (``<its first host>.host.log``)."""
+        first = next((hs[0] for hs, _ in self.groups if host in hs), host)
+        return self._path(first, "host.log")
+
     def log_tail(self, host: str, nbytes: int = 3000) -> str:
         try:
-            with open(self._path(host, "host.log")) as f:
+            with open(self.log_path(host)) as f:
                 return f.read()[-nbytes:]
         except FileNotFoundError:
             return ""
+
+
+def default_processes(n_hosts: int) -> int:
+    """How many processes serve ``n_hosts`` hosts by default: one per CPU (a host process
+    spends more CPU waking up than moving packets, and each extra runnable process delays
+    the others), more when that would put more than HOSTS_PER_CPU hosts in one."""
+    cpus = len(os.sched_getaffinity(0))
+    return max(1, min(n_hosts, max(cpus, -(-n_hosts // HOSTS_PER_CPU))))
+
+
+def split(hosts: list[str], processes: int) -> list[list[str]]:
+    """``hosts`` in ``processes`` contiguous shares as even as can be (in their order)."""
+    k = max(1, min(processes, len(hosts)))
+    q, r = divmod(len(hosts), k)
+    out, i = [], 0
+    for j in range(k):
+        n = q + (j < r)
+        out.append(hosts[i:i + n])
+        i += n
+    return out

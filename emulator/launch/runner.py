@@ -8,6 +8,8 @@ plots (also later, from the folder alone: ``symphony-emu report DIR``).
 
 from __future__ import annotations
 
+import os
+
 import sys
 import time
 
@@ -63,8 +65,9 @@ def casualties(fab, procs: HostProcesses | None) -> list[str]:
     out = [f"the switch agent of {sw.name} died (exit {sw.agent_proc.returncode}; "
            f"{sw.name}.agent.log)" for sw in fab.switches
            if sw.agent_proc is not None and sw.agent_proc.poll() is not None]
-    out += [f"the process of host {h} died (exit {p.returncode}; {h}.host.log)"
-            for h, p in (procs.procs.items() if procs else ())
+    out += [f"the process of host{'s' if len(hs) > 1 else ''} {', '.join(hs)} died "
+            f"(exit {p.returncode}; {os.path.basename(procs.log_path(hs[0]))})"
+            for hs, p in (procs.groups if procs else ())
             if p.poll() is not None and p.returncode != 0]
     return out
 
@@ -85,7 +88,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
     cpu = CpuMeter()
     with Fabric(topology(plan, rundir)) as fab:
         engine = Engine(fab, rundir, plan.perturbations)
-        procs = HostProcesses(fab, plan.hosts, rundir)
+        procs = HostProcesses(fab, plan.hosts, rundir, plan.host_processes)
         started = False
         t_begin = time.monotonic()
         try:

@@ -80,6 +80,7 @@ class RunPlan:
     timeout_s: float              # wall clock, per run
     mtu_bytes: int
     path_hops: int                # links on the longest host-to-host path
+    host_processes: int = 0       # processes serving the hosts (0: the launcher's default)
 
     @property
     def link_rate_bps(self) -> float:
@@ -106,7 +107,8 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
     timed = _timed(spec, sc, sch, rate)
     return RunPlan(spec.name, sch, seed, sc, fab, lays, hosts, agents, timed,
                    spec.run.timeout_s, spec.transport.mtu_bytes,
-                   4 if t.kind == "leafspine" and t.leaves > 1 else 2)
+                   4 if t.kind == "leafspine" and t.leaves > 1 else 2,
+                   spec.scale.host_processes)
 
 
 # --- switches -----------------------------------------------------------------------------

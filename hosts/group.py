@@ -1,0 +1,165 @@
+"""A host process: one event loop serving one or several emulated hosts.
+
+    python -m hosts.group --config h0.group.json
+
+The configuration (``hosts.config.GroupConfig``, written by the launcher) lists the
+hosts: each one's ``HostConfig`` file, the file its protocol lines go to, and a process
+in its network namespace. Each host keeps everything it has on its own -- its NIC (queue
+pairs, pacing clocks, congestion control, notification point), its sockets, created in
+its own namespace (``hosts.netns``), so its packets leave through its own interface and
+qdisc, its ranks or messages and its telemetry file. What the hosts share is the
+process: one sleep on all their sockets until the soonest of their pacing deadlines,
+timers and program times, so the machine runs one wake-up where it ran one per host
+(docs/architecture.md §3.4; on two cores a wake-up costs more CPU than the packet).
+
+The protocol, per host (docs/architecture.md §9): set-up (schedules, expected results,
+sockets) for all of them, then ``{"ready": true}`` in each host's file; t = 0 (a
+``time.monotonic()`` value) from stdin; ``{"progress": n, "of": m}`` lines while it runs;
+its summary (a JSON object with ``"type"``) once it finished and lingered. The process
+exits 0 only if every host's summary is ok.
+
+``SYMPHONY_EMU_PROFILE_DIR=DIR``: write a cProfile of the process to
+``DIR/<first host>.prof`` (``benchmarks/host_cpu.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import select
+import signal
+import sys
+import time
+
+from hosts import netns
+from hosts.config import GroupConfig, HostConfig, MemberConfig
+from hosts.host import MessageHost
+from hosts.rank import RankHost, udp_counters
+
+PROFILE_ENV = "SYMPHONY_EMU_PROFILE_DIR"
+
+
+class Member:
+    """One host of the process: its program (``RankHost`` or ``MessageHost``), its clock
+    of deadlines, and its protocol file."""
+
+    def __init__(self, mc: MemberConfig, clock):
+        with open(mc.config) as f:
+            self.cfg = HostConfig.from_dict(json.load(f))
+        self.out = open(mc.out, "a", buffering=1)
+        self.ns = netns.Namespace(mc.netns_pid or None)
+        kind = RankHost if self.cfg.ranks else MessageHost
+        self.host = kind(self.cfg, {"socket_factory": self.ns.socket}, self.say, clock)
+        self.fd = self.host.nic.sock.fileno()
+        self.due = 0.0                     # when the host next needs a turn
+        self.deadline = math.inf           # t0 + its timeout
+        self.linger_until: float | None = None
+        self.timed_out = False
+
+    def say(self, msg: dict) -> None:
+        self.out.write(json.dumps(msg) + "\n")
+
+    def finish(self, group_size: int) -> bool:
+        """Write the host's summary (telemetry and protocol file), close it; ok?"""
+        host = self.host
+        try:
+            summary = host.summary(self.timed_out, udp_counters(self.ns.proc_path("snmp")))
+        finally:
+            host.nic.close()
+            self.ns.close()
+        use = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = use.ru_utime + use.ru_stime
+        # CPU and memory are the process's; a host's share of the CPU is an even split
+        summary.update(cpu_s=cpu / group_size, max_rss_bytes=use.ru_maxrss * 1024,
+                       process={"pid": os.getpid(), "hosts": group_size, "cpu_s": cpu,
+                                "sys_s": use.ru_stime})
+        host.tele.write(summary)
+        host.tele.close()
+        self.say(summary)
+        self.out.close()
+        return summary["ok"]
+
+
+def serve(members: list[Member], t0: float, clock=time.monotonic) -> bool:
+    """Run every member from t = ``t0`` until it finished (or timed out) and lingered
+    (so a peer's retransmission after our last ACK's loss is re-ACKed); True if all ok."""
+    for m in members:
+        m.host.start(t0)
+        m.deadline = t0 + m.cfg.timeout_s
+        m.due = t0
+    by_fd = {m.fd: m for m in members}
+    ep = select.epoll()
+    for fd in by_fd:
+        ep.register(fd, select.EPOLLIN)
+    ok, n = True, len(members)
+    live = list(members)
+    try:
+        while live:
+            now = clock()
+            wake = math.inf
+            gone = None
+            for m in live:
+                if m.linger_until is None:
+                    if now > m.deadline:
+                        m.timed_out = True
+                        m.linger_until = now + m.cfg.linger_s
+                    elif m.due <= now:
+                        m.due = m.host.service(now)
+                        if m.host.finished:
+                            m.linger_until = now + m.cfg.linger_s
+                if m.linger_until is not None:
+                    if now >= m.linger_until:
+                        gone = (gone or []) + [m]
+                        continue
+                    if m.due <= now:
+                        m.due = m.host.nic.service(now)
+                    wake = min(wake, m.due, m.linger_until)
+                else:
+                    wake = min(wake, m.due, m.deadline)
+            for m in gone or ():
+                live.remove(m)
+                ep.unregister(m.fd)
+                del by_fd[m.fd]
+                ok &= m.finish(n)
+            if not live:
+                break
+            wait = wake - clock()
+            for fd, _ in ep.poll(wait if wait > 0 else 0):
+                m = by_fd[fd]
+                m.host.nic.receive()
+                m.due = -math.inf          # what arrived may have made something due
+    finally:
+        ep.close()
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hosts.group", description=__doc__.split("\n")[0])
+    ap.add_argument("--config", required=True, help="the process's hosts (a GroupConfig, JSON)")
+    args = ap.parse_args(argv)
+    with open(args.config) as f:
+        group = GroupConfig.from_dict(json.load(f))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    members = [Member(mc, time.monotonic) for mc in group.members]
+    for m in members:
+        m.say({"ready": True})
+    line = sys.stdin.readline()
+    if not line.strip():
+        raise SystemExit("no start time on stdin")
+    t0 = float(line)
+    profile_dir = os.environ.get(PROFILE_ENV)
+    if profile_dir:
+        import cProfile
+        prof = cProfile.Profile()
+        ok = prof.runcall(serve, members, t0)
+        prof.dump_stats(os.path.join(profile_dir, f"{members[0].cfg.name}.prof"))
+    else:
+        ok = serve(members, t0)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
