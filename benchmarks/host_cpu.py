@@ -162,8 +162,10 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
                       "hosts": len(ranks), "data_tx": rank_tx,
                       "kernel_share": host_process_cpu_s(ranks, "sys_s")
                       / max(1e-9, host_process_cpu_s(ranks))},
-            "agents": kind_row("agents", sum(f.get("cpu_s", 0) for f in finals),
-                               sum(a["counters"]["pkts"] for a in agents), len(agents)),
+            "agents": {**kind_row("agents", host_process_cpu_s(finals),
+                                  sum(a["counters"]["pkts"] for a in agents),
+                                  len({f.get("process", {}).get("pid") for f in finals})),
+                       "switches": len(agents)},
             "cct_ratio_median": statistics.median(ratios) if ratios else None,
             "cct_ratio_max": max(ratios) if ratios else None,
             "faithful": res["fidelity"]["faithful"], "reasons": res["fidelity"]["reasons"],
@@ -172,9 +174,10 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
 
 
 def host_process_cpu_s(summaries: list[dict], key: str = "cpu_s") -> float:
-    """CPU of the host processes (``key="sys_s"``: of it, in the kernel): a process serving
-    several hosts reports its CPU so far in each host's summary (``process``), so its
-    total is the largest of them."""
+    """CPU of the host (or agent) processes (``key="sys_s"``: of it, in the kernel): a
+    process serving several hosts reports its CPU so far in each host's summary
+    (``process``; an agent's in each switch's final record), so its total is the
+    largest of them."""
     by_pid: dict = {}
     for r in summaries:
         p = r.get("process")
@@ -206,7 +209,8 @@ def print_row(r: dict) -> None:
           f"processes, {fmt(r['ranks'].get('kernel_share'), '.0%')} of their CPU in the kernel "
           f"(sending a packet runs the fabric's forwarding up to the next queue); "
           f"{r['ranks']['data_tx']} data packets sent with retransmissions; "
-          f"agents: packets per hop; code run from {', '.join(r['rank_cwd']) or '?'})",
+          f"agents: {r['agents'].get('switches', '?')} switches, packets per hop; "
+          f"code run from {', '.join(r['rank_cwd']) or '?'})",
           flush=True)
 
 

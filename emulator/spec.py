@@ -12,6 +12,9 @@ quantities are the same at both scales. A complete spec with every key::
     host_processes = 0               # processes serving the hosts (hosts.group); 0: one
                                      # per CPU, more past 8 hosts each. Each host keeps its
                                      # own NIC, sockets and namespace (architecture §3.4)
+    agent_processes = 0              # processes serving the switch agents; 0: as above.
+                                     # Each switch keeps its own queue, pipeline and
+                                     # telemetry (architecture §5.1)
 
     [topology]
     kind = "leafspine"               # leafspine | dumbbell
@@ -208,6 +211,7 @@ US, MS = 1e-6, 1e-3          # Range.time_s of a field in µs, in ms
 class ScaleSpec:
     dilation: float = _num(DEFAULT_DILATION, 1e-3, 1e7)
     host_processes: int = _num(0, 0, 4096, note=" (0: one per CPU)")
+    agent_processes: int = _num(0, 0, 4096, note=" (0: one per CPU)")
 
 
 @dataclass(frozen=True)

@@ -34,12 +34,13 @@ import signal
 import sys
 import time
 
-from hosts import netns
+from hosts import netns, sched
 from hosts.config import GroupConfig, HostConfig, MemberConfig
 from hosts.host import MessageHost
 from hosts.rank import RankHost, udp_counters
 
 PROFILE_ENV = "SYMPHONY_EMU_PROFILE_DIR"
+TIMER_SLACK_S = 1e-6               # sleeps end on time (hosts.sched)
 
 
 class Member:
@@ -91,48 +92,44 @@ def serve(members: list[Member], t0: float, clock=time.monotonic) -> bool:
         m.deadline = t0 + m.cfg.timeout_s
         m.due = t0
     by_fd = {m.fd: m for m in members}
-    ep = select.epoll()
-    for fd in by_fd:
-        ep.register(fd, select.EPOLLIN)
+    fds = list(by_fd)
+    select_ = select.select            # microseconds; epoll and poll round up to a whole ms
     ok, n = True, len(members)
     live = list(members)
-    try:
-        while live:
-            now = clock()
-            wake = math.inf
-            gone = None
-            for m in live:
-                if m.linger_until is None:
-                    if now > m.deadline:
-                        m.timed_out = True
+    while live:
+        now = clock()
+        wake = math.inf
+        gone = None
+        for m in live:
+            if m.linger_until is None:
+                if now > m.deadline:
+                    m.timed_out = True
+                    m.linger_until = now + m.cfg.linger_s
+                elif m.due <= now:
+                    m.due = m.host.service(now)
+                    if m.host.finished:
                         m.linger_until = now + m.cfg.linger_s
-                    elif m.due <= now:
-                        m.due = m.host.service(now)
-                        if m.host.finished:
-                            m.linger_until = now + m.cfg.linger_s
-                if m.linger_until is not None:
-                    if now >= m.linger_until:
-                        gone = (gone or []) + [m]
-                        continue
-                    if m.due <= now:
-                        m.due = m.host.nic.service(now)
-                    wake = min(wake, m.due, m.linger_until)
-                else:
-                    wake = min(wake, m.due, m.deadline)
-            for m in gone or ():
-                live.remove(m)
-                ep.unregister(m.fd)
-                del by_fd[m.fd]
-                ok &= m.finish(n)
-            if not live:
-                break
-            wait = wake - clock()
-            for fd, _ in ep.poll(wait if wait > 0 else 0):
-                m = by_fd[fd]
-                m.host.nic.receive()
-                m.due = -math.inf          # what arrived may have made something due
-    finally:
-        ep.close()
+            if m.linger_until is not None:
+                if now >= m.linger_until:
+                    gone = (gone or []) + [m]
+                    continue
+                if m.due <= now:
+                    m.due = m.host.nic.service(now)
+                wake = min(wake, m.due, m.linger_until)
+            else:
+                wake = min(wake, m.due, m.deadline)
+        for m in gone or ():
+            live.remove(m)
+            del by_fd[m.fd]
+            fds = list(by_fd)
+            ok &= m.finish(n)
+        if not live:
+            break
+        wait = wake - clock()
+        for fd in select_(fds, (), (), wait if wait > 0 else 0)[0]:
+            m = by_fd[fd]
+            m.host.nic.receive()
+            m.due = -math.inf              # what arrived may have made something due
     return ok
 
 
@@ -143,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.config) as f:
         group = GroupConfig.from_dict(json.load(f))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    sched.set_timer_slack(TIMER_SLACK_S)
+    if os.environ.get("SYMPHONY_EMU_SLICE_US"):
+        sched.set_slice(float(os.environ["SYMPHONY_EMU_SLICE_US"]) * 1e-6)
     members = [Member(mc, time.monotonic) for mc in group.members]
     for m in members:
         m.say({"ready": True})

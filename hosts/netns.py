@@ -49,14 +49,19 @@ class Namespace:
         self._fd = open_netns(pid) if pid else None
         self._home = open_netns() if pid else None
 
-    def socket(self, family=socket.AF_INET, type=socket.SOCK_DGRAM, proto=0) -> socket.socket:
+    def run(self, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)`` with this thread in the namespace (sockets it makes, names
+        it resolves: ``socket.if_nametoindex``), then back home."""
         if self._fd is None:
-            return socket.socket(family, type, proto)
+            return fn(*args, **kwargs)
         setns(self._fd)
         try:
-            return socket.socket(family, type, proto)
+            return fn(*args, **kwargs)
         finally:
             setns(self._home)
+
+    def socket(self, family=socket.AF_INET, type=socket.SOCK_DGRAM, proto=0) -> socket.socket:
+        return self.run(socket.socket, family, type, proto)
 
     def proc_path(self, name: str) -> str:
         """A ``/proc/net`` file (``snmp``, ...) as the namespace's own processes see it."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import resource
@@ -41,14 +42,18 @@ from switch_agent.fidelity import PortFidelity
 from switch_agent.kernel_queues import KernelQueues
 from switch_agent.nfqueue import NfQueue, queue_stats
 from hosts.config import ConfigError, check, to_dict
-from switch_agent.config import AgentConfig
+from switch_agent.config import AgentConfig, AgentGroupConfig
 from switch_agent.control import (MAX_DATAGRAM_BYTES, SYMPHONY_KEYS, CommandError, address,
                                   parse_command)
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
 from switch_agent.symphony import SymphonyTracker, WindowRecord
+from hosts import sched
+from hosts.netns import Namespace
 from hosts.telemetry import Telemetry
 
+TIMER_SLACK_S = 1e-6          # sleeps end on time (hosts.sched)
+FLUSH_S = 0.5                 # telemetry reaches the file at least this often
 MAX_LOGGED_CHARS = 200        # of a rejected datagram, in its telemetry record
 
 
@@ -59,13 +64,18 @@ def _logged(data: bytes) -> str:
 
 
 class Agent:
-    def __init__(self, cfg: AgentConfig):
+    """One switch's agent: its pipeline (queue model, RED, Symphony), its NFQUEUE queue,
+    control socket, kernel-queue sampler and telemetry, all of its own namespace
+    (``ns``: the switch's, when the process serves several switches)."""
+
+    def __init__(self, cfg: AgentConfig, ns: Namespace | None = None):
         self.cfg = cfg
+        self.ns = ns or Namespace()
         self.telemetry = Telemetry(cfg.telemetry_path)
         ports = {}
         for name, p in cfg.ports.items():
-            ports[socket.if_nametoindex(name)] = Port(name, EgressQueue(p.rate_bps, p.buffer_bytes,
-                                                                 p.burst_bytes))
+            ports[self.ns.run(socket.if_nametoindex, name)] = Port(
+                name, EgressQueue(p.rate_bps, p.buffer_bytes, p.burst_bytes))
         self.pipeline = SwitchPipeline(ports, cfg.red, SymphonyTracker(cfg.symphony),
                                        random.Random(cfg.seed).random, scheme=cfg.scheme,
                                        tracking=cfg.symphony.tracking,
@@ -128,7 +138,8 @@ class Agent:
                 "counters": self.pipeline.totals(),
                 "fidelity": {self.pipeline.ports[i].name: f.summary()
                              for i, f in self.fidelity.items()},
-                "nfqueue": {**queue_stats(self.cfg.queue_num),
+                "nfqueue": {**queue_stats(self.cfg.queue_num,
+                                          self.ns.proc_path("netfilter/nfnetlink_queue")),
                             "agent_enobufs": self.nfq.enobufs if self.nfq else 0},
                 "control_errors": self.control_errors}
 
@@ -210,63 +221,52 @@ class Agent:
                 pass                 # the sender went away, or its buffer is full
 
     # --- main loop --------------------------------------------------------------
-    def run(self) -> int:
+    def open(self) -> None:
+        """Bind the switch's NFQUEUE queue and control socket and open its kernel-queue
+        sampler, all in the switch's namespace."""
         cfg = self.cfg
-        self.nfq = NfQueue(cfg.queue_num)
+        self.nfq = self.ns.run(NfQueue, cfg.queue_num)
         if cfg.control_name:
             # abstract: visible only in this (the switch's) network namespace
-            self.ctl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.ctl = self.ns.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             self.ctl.bind(address(cfg.control_name))
             self.ctl.setblocking(False)
+        if cfg.kernel_sample_interval_s > 0:
+            self.kernel = self.ns.run(KernelQueues)
         self.telemetry.write({"type": "start", "t_s": time.monotonic(), "pid": os.getpid(),
                               "config": cfg.to_dict()})
         self.telemetry.flush()
-        poller = select.poll()
-        poller.register(self.nfq.fileno(), select.POLLIN)
-        if self.ctl:
-            poller.register(self.ctl.fileno(), select.POLLIN)
-        nfq_fd = self.nfq.fileno()
-        handle = self.pipeline.handle
-        monotonic = time.monotonic
-        process = self.nfq.process
-        interval = cfg.sample_interval_s
-        next_sample = monotonic() + interval
-        k_interval = cfg.kernel_sample_interval_s
-        if k_interval > 0:
-            self.kernel = KernelQueues()
-        next_kernel = monotonic() + k_interval if self.kernel else float("inf")
-        next_flush = monotonic() + 0.5
+        now = time.monotonic()
+        self.next_sample = now + cfg.sample_interval_s
+        self.next_kernel = now + cfg.kernel_sample_interval_s if self.kernel else math.inf
+        self.next_flush = now + FLUSH_S
 
-        try:
-            while self.running:
-                timeout_ms = max(0, int((next_sample - monotonic()) * 1000) + 1)
-                try:
-                    events = poller.poll(timeout_ms)
-                except InterruptedError:
-                    continue
-                for fd, _ in events:
-                    if fd == nfq_fd:
-                        process(handle, clock=monotonic)
-                    else:
-                        self._serve_control()
-                now = monotonic()
-                if now >= next_sample:
-                    self._sample_ports(now)
-                    next_sample = now + interval
-                if now >= next_kernel:
-                    self._sample_kernel(now)
-                    next_kernel = now + k_interval
-                if now >= next_flush:
-                    self.telemetry.flush()
-                    next_flush = now + 0.5
-        finally:
-            self._shutdown()
+    def timers(self, now: float) -> float:
+        """Port samples, kernel samples and telemetry flushes that are due; when the next is."""
+        if now >= self.next_sample:
+            self._sample_ports(now)
+            self.next_sample = now + self.cfg.sample_interval_s
+        if now >= self.next_kernel:
+            self._sample_kernel(now)
+            self.next_kernel = now + self.cfg.kernel_sample_interval_s
+        if now >= self.next_flush:
+            self.telemetry.flush()
+            self.next_flush = now + FLUSH_S
+        return min(self.next_sample, self.next_kernel, self.next_flush)
+
+    def run(self) -> int:
+        """This agent alone (see :func:`serve`)."""
+        serve([self], lambda: self.running)
         return 0
 
-    def _shutdown(self) -> None:
+    def _shutdown(self, group_size: int = 1) -> None:
         usage = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = usage.ru_utime + usage.ru_stime
+        # CPU and memory are the process's; a switch's share of the CPU is an even split
         final = {"type": "final", "t_s": time.monotonic(), **self.stats(),
-                 "max_rss_bytes": usage.ru_maxrss * 1024, "cpu_s": usage.ru_utime + usage.ru_stime}
+                 "max_rss_bytes": usage.ru_maxrss * 1024, "cpu_s": cpu / group_size,
+                 "process": {"pid": os.getpid(), "switches": group_size, "cpu_s": cpu,
+                             "sys_s": usage.ru_stime}}
         if self.nfq is not None:
             self.nfq.close()
         if self.kernel is not None:
@@ -283,16 +283,71 @@ class Agent:
         self.running = False
 
 
+def serve(agents: list[Agent], running) -> None:
+    """Serve every agent's queue and control socket from one loop until ``running()`` is
+    false, then shut each down (its final record). A queue that has packets is handled at
+    once, in bursts (``NfQueue.process``); between packets the loop sleeps until the next
+    arrival or the soonest sample or flush. One process serving several switches wakes
+    once for a packet's hops through all of them: a verdict forwards the packet into the
+    next switch's queue within the same system call (docs/architecture.md §5.1)."""
+    opened = []
+    try:
+        for a in agents:
+            a.open()
+            opened.append(a)
+        poller = select.poll()
+        work = {}
+        for a in agents:
+            poller.register(a.nfq.fileno(), select.POLLIN)
+            work[a.nfq.fileno()] = (a.nfq.process, a.pipeline.handle)
+            if a.ctl:
+                poller.register(a.ctl.fileno(), select.POLLIN)
+                work[a.ctl.fileno()] = (a._serve_control, None)
+        monotonic = time.monotonic
+        wake = min(a.timers(monotonic()) for a in agents)
+        while running():
+            timeout_ms = max(0, int((wake - monotonic()) * 1000) + 1)
+            try:
+                events = poller.poll(timeout_ms)
+            except InterruptedError:
+                continue
+            for fd, _ in events:
+                fn, handle = work[fd]
+                if handle is not None:
+                    fn(handle, clock=monotonic)
+                else:
+                    fn()
+            now = monotonic()
+            if now >= wake:
+                wake = min(a.timers(now) for a in agents)
+    finally:
+        for a in opened:
+            a._shutdown(len(agents))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m switch_agent", description=__doc__.split("\n")[0])
-    ap.add_argument("--config", required=True, help="agent configuration (JSON)")
+    ap.add_argument("--config", required=True,
+                    help="the switches this process serves (an AgentGroupConfig, JSON)")
     args = ap.parse_args(argv)
     with open(args.config) as f:
-        cfg = AgentConfig.from_dict(json.load(f))
-    agent = Agent(cfg)
-    signal.signal(signal.SIGTERM, agent.stop)
-    signal.signal(signal.SIGINT, agent.stop)
-    return agent.run()
+        group = AgentGroupConfig.from_dict(json.load(f))
+    agents = []
+    for m in group.members:
+        with open(m.config) as f:
+            agents.append(Agent(AgentConfig.from_dict(json.load(f)),
+                                Namespace(m.netns_pid or None)))
+    state = {"running": True}
+    sched.set_timer_slack(TIMER_SLACK_S)
+    if os.environ.get("SYMPHONY_EMU_SLICE_US"):
+        sched.set_slice(float(os.environ["SYMPHONY_EMU_SLICE_US"]) * 1e-6)
+
+    def stop(*_):
+        state["running"] = False
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    serve(agents, lambda: state["running"])
+    return 0
 
 
 if __name__ == "__main__":

@@ -106,6 +106,27 @@ class AgentConfig(Codec):
               self.drop_fraction, "must be in [0, 1]")
 
 
+@dataclass(frozen=True)
+class AgentMember(Codec):
+    """One switch of an agent process."""
+    config: str                        # its AgentConfig, as JSON (<switch>.agent.json)
+    netns_pid: int = 0                 # a process in its network namespace; 0: the process's own
+
+    def __post_init__(self):
+        check(isinstance(self.netns_pid, int) and self.netns_pid >= 0, "netns_pid",
+              self.netns_pid, "must be a process id, or 0 for the process's own namespace")
+
+
+@dataclass(frozen=True)
+class AgentGroupConfig(Codec):
+    """The switches one agent process serves (docs/architecture.md §5.1), written by
+    ``topologies.fabric`` as ``<first switch>.agents.json``."""
+    members: tuple[AgentMember, ...]
+
+    def __post_init__(self):
+        check(len(self.members) > 0, "members", len(self.members), "at least one switch")
+
+
 def default_agent(switch: str, scale: Scale = DEFAULT_SCALE) -> AgentConfig:
     """An agent with every default, scheme baseline: plain Mininet use of the topologies
     (``mn --custom``), where no spec is compiled."""

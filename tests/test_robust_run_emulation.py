@@ -121,7 +121,7 @@ def test_sigkill_of_the_runner_then_clean_then_the_same_command(spec_path, tmp_p
     p = start(spec_path, out)
     rundir = out / "symphony-seed1"
     # wait until the hosts run (their processes are in the ledger), then SIGKILL
-    assert wait_for(lambda: any(r["kind"] == "process" and ".host.json" in r["name"]
+    assert wait_for(lambda: any(r["kind"] == "process" and ".group.json" in r["name"]
                                 for r in ledger.read(str(rundir))), 60)
     time.sleep(1.0)
     p.kill()
@@ -195,7 +195,7 @@ def test_a_dead_agent_stops_the_run_at_once_as_an_error(spec_path, tmp_path):
     # kill the switch's agent once the job runs (a host has applied a step)
     assert wait_for(lambda: '"progress"' in _read(rundir / "h0.host.out"), 60)
     (agent,) = [r for r in ledger.read(str(rundir))
-                if r["kind"] == "process" and "leaf0.agent.json" in r["name"]]
+                if r["kind"] == "process" and "leaf0.agents.json" in r["name"]]
     os.kill(agent["pid"], signal.SIGKILL)
     t_kill = time.monotonic()
     text = p.communicate(timeout=60)[0]

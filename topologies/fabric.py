@@ -41,7 +41,8 @@ from mininet.node import Host, Switch
 
 from hosts.config import check, finite
 from switch_agent import control
-from switch_agent.config import AgentConfig, PortParams, default_agent
+from switch_agent.config import (AgentConfig, AgentGroupConfig, AgentMember, PortParams,
+                                 default_agent)
 from hosts.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -423,7 +424,9 @@ class FabricSwitch(OwnedNode, Switch):
         self.agent_config = agent if agent is not None else default_agent(name)
         self.rundir = rundir
         self.with_agent = with_agent
-        self.agent_proc: subprocess.Popen | None = None
+        self.agent_proc: subprocess.Popen | None = None     # the process serving this switch
+        self.agent_ports: dict[str, PortParams] = {}
+        self.agent_log: str | None = None                   # that process's log file
         self.agent_config_path = self.telemetry_path = self.control_name = None
 
     def start(self, controllers):
@@ -452,8 +455,9 @@ class FabricSwitch(OwnedNode, Switch):
             raise ValueError(f"{self.name}: port_rate_bps names unknown interfaces "
                              f"{sorted(unknown)}; ports are {sorted(ports)}")
         _run(self, cmds)
-        if self.with_agent:
-            self.start_agent(ports)
+        self.agent_ports = ports
+        if self.with_agent is True:
+            start_agents([self], 1)
 
     def route_commands(self) -> list[str]:
         cmds = []
@@ -481,33 +485,20 @@ class FabricSwitch(OwnedNode, Switch):
         _run(self, rate_commands(intf, rate_bps, self.qdisc))
         self.port_rate_bps[intf] = rate_bps
 
-    def start_agent(self, ports: dict, timeout_s: float = 10.0) -> None:
+    def write_agent_config(self) -> str:
+        """Complete the agent's configuration with this switch's ports and paths; write it
+        as ``<switch>.agent.json`` (returned)."""
         if self.rundir is None:
             self.rundir = default_rundir()
         os.makedirs(self.rundir, exist_ok=True)
-        cfg = replace(self.agent_config, switch=self.name, ports=ports,
+        cfg = replace(self.agent_config, switch=self.name, ports=self.agent_ports,
                       telemetry_path=os.path.join(self.rundir, f"{self.name}.jsonl"),
                       control_name=control.control_name(self.rundir, self.name))
         self.agent_config_path = os.path.join(self.rundir, f"{self.name}.agent.json")
         with open(self.agent_config_path, "w") as f:
             json.dump(cfg.to_dict(), f, indent=1)
         self.telemetry_path, self.control_name = cfg.telemetry_path, cfg.control_name
-        log = open(os.path.join(self.rundir, f"{self.name}.agent.log"), "w")
-        env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.agent_proc = self.popen([sys.executable, "-m", "switch_agent",
-                                      "--config", self.agent_config_path],
-                                     stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)
-        log.close()
-        deadline = time.monotonic() + timeout_s
-        while not self._agent_answers():
-            if self.agent_proc.poll() is not None:
-                with open(os.path.join(self.rundir, f"{self.name}.agent.log")) as f:
-                    raise RuntimeError(f"switch agent of {self.name} exited with "
-                                       f"{self.agent_proc.returncode}:\n{f.read()}")
-            if time.monotonic() > deadline:
-                self.stop_agent()
-                raise RuntimeError(f"switch agent of {self.name} not ready after {timeout_s} s")
-            time.sleep(0.02)
+        return self.agent_config_path
 
     def _agent_answers(self) -> bool:
         """Ready: the agent answers ``stats`` on its control socket, from inside this
@@ -519,10 +510,49 @@ class FabricSwitch(OwnedNode, Switch):
             return False
 
     def stop_agent(self, timeout_s: float = 5.0) -> int | None:
-        """SIGTERM the agent (it writes its final counters) and reap it; SIGKILL if stuck."""
+        """SIGTERM the agent's process (it writes every switch's final counters) and reap
+        it; SIGKILL if stuck. A process serving several switches stops with the first."""
         proc, self.agent_proc = self.agent_proc, None
         return None if proc is None else stop_process(proc, timeout_s)
 
     def stop(self, deleteIntfs=True):
         self.stop_agent()
         super().stop(deleteIntfs)
+
+
+def start_agents(switches: list[FabricSwitch], processes: int, timeout_s: float = 10.0) -> None:
+    """Start the agents of ``switches`` (each started, its ports known) in ``processes``
+    processes (``python -m switch_agent``), each serving a share of the switches from the
+    namespace of its first, and wait until every agent answers on its control socket. A
+    process runs a per-switch agent -- its own queue, pipeline, control socket and
+    telemetry -- for each of its switches (docs/architecture.md §5.1)."""
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    k = max(1, min(processes, len(switches)))
+    for share in (switches[i::k] for i in range(k)):
+        first = share[0]
+        members = [AgentMember(sw.write_agent_config(), 0 if sw is first else sw.pid)
+                   for sw in share]
+        group = os.path.join(first.rundir, f"{first.name}.agents.json")
+        with open(group, "w") as f:
+            json.dump(AgentGroupConfig(tuple(members)).to_dict(), f, indent=1)
+        log = open(os.path.join(first.rundir, f"{first.name}.agent.log"), "w")
+        proc = first.popen([sys.executable, "-m", "switch_agent", "--config", group],
+                           stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)
+        log.close()
+        for sw in share:
+            sw.agent_proc = proc
+            sw.agent_log = os.path.basename(log.name)
+    deadline = time.monotonic() + timeout_s
+    waiting = list(switches)
+    while waiting:
+        sw = waiting[0]
+        if sw._agent_answers():
+            waiting.pop(0)
+            continue
+        if sw.agent_proc.poll() is not None:
+            with open(os.path.join(sw.rundir, sw.agent_log)) as f:
+                raise RuntimeError(f"switch agent of {sw.name} exited with "
+                                   f"{sw.agent_proc.returncode}:\n{f.read()}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"switch agent of {sw.name} not ready after {timeout_s} s")
+        time.sleep(0.02)

@@ -32,16 +32,20 @@ class LeafSpineTopo(Topo):
     def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=fabric.DEFAULT_RATE_BPS,
               buffer_bytes=fabric.DEFAULT_BUFFER_BYTES, routing="ecmp", agents=None,
               rundir=None, with_agent=True, port_rates=None, qdisc="fifo", pods=1, cores=0,
-              oversubscription=1.0, servers=1):
+              oversubscription=1.0, servers=1, agent_processes=0):
         """``port_rates``: {switch name: {interface: rate_bps}} overrides of single
         egress ports (a slower hop); ``agents``: {switch name: AgentConfig} (a run plan's
         ``agents``; missing ones get ``topologies.fabric.default_agent``); ``qdisc``:
         every switch port's (``fifo`` | ``pq``, the scheme's);
         ``servers`` > 1: place whole pods on that many stand-in servers and carry the
         links between them over VXLAN (``topologies.overlay``; the :class:`Fabric` starts
-        and removes the servers as ``self.overlay``)."""
+        and removes the servers as ``self.overlay``); ``agent_processes`` > 0: the
+        switches' agents run in that many processes, started by the :class:`Fabric` once
+        every switch is up (``topologies.fabric.start_agents``), instead of one per switch
+        as each starts."""
         fabric.check_shape(leaves, spines, hosts_per_leaf, routing)
         self.rundir = rundir             # the run's folder: its ledger (emulator.launch.ledger)
+        self.agent_processes = agent_processes if with_agent else 0
         fabric.check_pods(pods, cores, leaves, spines, routing, oversubscription)
         server_of = overlay.server_of_nodes(leaves, spines, hosts_per_leaf, pods, cores,
                                             servers)
@@ -54,7 +58,9 @@ class LeafSpineTopo(Topo):
             self.addLink(a, b, **opts)
         agents = agents or {}
         switch_opts = dict(cls=fabric.FabricSwitch, rate_bps=rate_bps, buffer_bytes=buffer_bytes,
-                           rundir=rundir, with_agent=with_agent, inNamespace=True,
+                           rundir=rundir,
+                           with_agent="later" if with_agent and agent_processes else with_agent,
+                           inNamespace=True,
                            qdisc=qdisc)
         port_rates = port_rates or {}
         core_rate = fabric.core_rate_bps(rate_bps, leaves, cores, oversubscription) if cores \

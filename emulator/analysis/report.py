@@ -268,7 +268,8 @@ def summarize(out_dir: str, plots: bool = True) -> dict:
     summary = {"name": man["name"], "backend": man.get("backend", "emulation"),
                "spec": man["spec"], "scale": man["scale"],
                "link_rate_bps": man["link_rate_bps"], "runs": runs,
-               "comparison": compare(good), "per_job": compare_jobs(good),
+               "comparison": compare(good), "seeds": compare_seeds(good),
+               "per_job": compare_jobs(good),
                "split": compare_split(good),
                "excluded": [{"scheme": r["scheme"], "seed": r["seed"]}
                             for r in runs if r not in good]}
@@ -291,6 +292,58 @@ def compare(runs: list[dict]) -> dict:
             by[r["scheme"]]["max_step_overlap"].append(j["max_step_overlap"])
     return {s: {k: (float(np.median(v)) if v else None) for k, v in d.items()}
             for s, d in by.items()}
+
+
+def _quartiles(v: list[float]) -> dict:
+    return {"median": float(np.median(v)), "p25": float(np.percentile(v, 25)),
+            "p75": float(np.percentile(v, 75)), "n": len(v)}
+
+
+def compare_seeds(runs: list[dict]) -> dict:
+    """How the schemes compare across seeds: per scheme, the median, P25 and P75 over seeds
+    of each seed's median CCT (and JCT: the median of its jobs'); per other scheme, the
+    paired difference against the baseline of the same seed (its median CCT over the
+    baseline's, minus 1), with the same quartiles and the seeds in which it was faster.
+    A single run flips sign from seed to seed; this is the number to read."""
+    per: dict = defaultdict(dict)            # scheme -> seed -> (median CCT, JCT)
+    for r in runs:
+        ccts = [c["cct_s"] for j in r["jobs"] for c in j["collectives"] if c["cct_s"]]
+        jcts = [j["jct_s"] for j in r["jobs"] if j["jct_s"] is not None]
+        if ccts:
+            per[r["scheme"]][r["seed"]] = (float(np.median(ccts)),
+                                           float(np.median(jcts)) if jcts else None)
+    out: dict = {"schemes": {}, "paired": {}}
+    for s, seeds in per.items():
+        jcts = [j for _, j in seeds.values() if j is not None]
+        out["schemes"][s] = {"cct_s": _quartiles([c for c, _ in seeds.values()]),
+                             "jct_s": _quartiles(jcts) if jcts else None}
+    base = per.get("baseline", {})
+    for s, seeds in per.items():
+        common = sorted(set(seeds) & set(base))
+        if s == "baseline" or not common:
+            continue
+        d = [seeds[k][0] / base[k][0] - 1 for k in common]
+        out["paired"][s] = {**_quartiles(d), "faster": sum(x < 0 for x in d),
+                            "seeds": common}
+    return out
+
+
+def print_seeds(summary: dict) -> None:
+    """The comparison across seeds (when there is more than one)."""
+    seeds = summary.get("seeds") or {}
+    rows = seeds.get("schemes", {})
+    if not rows or max(d["cct_s"]["n"] for d in rows.values()) < 2:
+        return
+    w = max([10] + [len(s) + 1 for s in rows])
+    print(f"\nacross seeds (each seed's median CCT; median [P25, P75] over seeds):")
+    for s, d in rows.items():
+        q = d["cct_s"]
+        print(f"  {s:<{w}}{q['median'] * 1e3:>9.1f} ms  [{q['p25'] * 1e3:.1f}, "
+              f"{q['p75'] * 1e3:.1f}]  ({q['n']} seeds)")
+    for s, q in seeds.get("paired", {}).items():
+        name = "Symphony" if s == "symphony" else s
+        print(f"  {name} vs baseline, paired by seed: {q['median']:+.1%} "
+              f"[{q['p25']:+.1%}, {q['p75']:+.1%}], faster in {q['faster']} of {q['n']} seeds")
 
 
 def compare_split(runs: list[dict]) -> dict:
@@ -433,6 +486,7 @@ def print_tables(summary: dict, dilation: float) -> None:
         print()
     for s, d in vs:
         print(f"{'Symphony' if s == 'symphony' else s} vs baseline, median CCT: {d:+.1%}")
+    print_seeds(summary)
     print_jobs(summary)
     print_split(summary)
     print_verdicts(summary)

@@ -29,7 +29,8 @@ from mininet.net import Mininet
 from emulator.launch.ledger import Ledger
 from switch_agent.control import send_command
 from topologies.dumbbell import DumbbellTopo
-from topologies.fabric import FabricSwitch
+from emulator.launch.launcher import default_processes
+from topologies.fabric import FabricSwitch, start_agents
 from topologies.leafspine import LeafSpineTopo
 
 
@@ -38,7 +39,8 @@ def topology(plan, rundir: str):
     port qdisc and one agent configuration per switch."""
     f = plan.fabric
     opts = dict(rate_bps=f.rate_bps, buffer_bytes=f.buffer_bytes, routing=f.routing,
-                agents=plan.agents, rundir=rundir, port_rates=f.port_rates, qdisc=f.port_qdisc)
+                agents=plan.agents, rundir=rundir, port_rates=f.port_rates, qdisc=f.port_qdisc,
+                agent_processes=plan.agent_processes or default_processes(len(plan.agents)))
     if f.kind == "dumbbell":
         return DumbbellTopo(f.hosts_per_leaf, **opts)
     return LeafSpineTopo(f.leaves, f.spines, f.hosts_per_leaf, pods=f.pods, cores=f.cores,
@@ -91,6 +93,9 @@ class Fabric:
             self.net.build()
             self._record()
             self.net.start()
+            later = [s for s in self.switches if s.with_agent == "later"]
+            if later:
+                start_agents(later, self.topo.agent_processes)
             self.agent_pids = {s.name: s.agent_proc.pid for s in self.switches
                                if s.agent_proc is not None}
         except BaseException:

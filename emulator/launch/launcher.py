@@ -32,7 +32,7 @@ from dataclasses import replace
 from hosts.config import GroupConfig, HostConfig, MemberConfig
 from topologies import fabric as wiring
 
-HOSTS_PER_CPU = 8                 # host processes: the hosts over this many per CPU, at least
+PER_PROCESS = 8                   # hosts (or switches) one process serves by default, at most
 READY_TIMEOUT_S = 120.0           # set-up: imports and expected results of every host
 START_DELAY_S = 0.2               # from the last "ready" to t = 0
 
@@ -199,12 +199,12 @@ class HostProcesses:
             return ""
 
 
-def default_processes(n_hosts: int) -> int:
-    """How many processes serve ``n_hosts`` hosts by default: one per CPU (a host process
-    spends more CPU waking up than moving packets, and each extra runnable process delays
-    the others), more when that would put more than HOSTS_PER_CPU hosts in one."""
+def default_processes(n: int) -> int:
+    """How many processes serve ``n`` hosts (or switch agents) by default: one per CPU (a
+    process spends more CPU waking up than moving packets, and each extra runnable one
+    delays the others), more when that would put more than PER_PROCESS in one."""
     cpus = len(os.sched_getaffinity(0))
-    return max(1, min(n_hosts, max(cpus, -(-n_hosts // HOSTS_PER_CPU))))
+    return max(1, min(n, max(cpus, -(-n // PER_PROCESS))))
 
 
 def split(hosts: list[str], processes: int) -> list[list[str]]:

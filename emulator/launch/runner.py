@@ -62,9 +62,12 @@ def agent_measurements(fab) -> dict:
 def casualties(fab, procs: HostProcesses | None) -> list[str]:
     """Processes of the run that died while it ran: any switch agent, and (with
     ``procs``) any host process that ended with a failure (a crash, a signal)."""
-    out = [f"the switch agent of {sw.name} died (exit {sw.agent_proc.returncode}; "
-           f"{sw.name}.agent.log)" for sw in fab.switches
-           if sw.agent_proc is not None and sw.agent_proc.poll() is not None]
+    dead: dict = {}                      # a dead agent process, and the switches it served
+    for sw in fab.switches:
+        if sw.agent_proc is not None and sw.agent_proc.poll() is not None:
+            dead.setdefault(sw.agent_proc, []).append(sw)
+    out = [f"the switch agent of {', '.join(s.name for s in sws)} died (exit {p.returncode}; "
+           f"{sws[0].agent_log or sws[0].name + '.agent.log'})" for p, sws in dead.items()]
     out += [f"the process of host{'s' if len(hs) > 1 else ''} {', '.join(hs)} died "
             f"(exit {p.returncode}; {os.path.basename(procs.log_path(hs[0]))})"
             for hs, p in (procs.groups if procs else ())

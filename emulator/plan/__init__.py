@@ -81,6 +81,7 @@ class RunPlan:
     mtu_bytes: int
     path_hops: int                # links on the longest host-to-host path
     host_processes: int = 0       # processes serving the hosts (0: the launcher's default)
+    agent_processes: int = 0      # processes serving the switch agents (0: likewise)
 
     @property
     def link_rate_bps(self) -> float:
@@ -108,7 +109,7 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
     return RunPlan(spec.name, sch, seed, sc, fab, lays, hosts, agents, timed,
                    spec.run.timeout_s, spec.transport.mtu_bytes,
                    4 if t.kind == "leafspine" and t.leaves > 1 else 2,
-                   spec.scale.host_processes)
+                   spec.scale.host_processes, spec.scale.agent_processes)
 
 
 # --- switches -----------------------------------------------------------------------------
