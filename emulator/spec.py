@@ -15,6 +15,7 @@ quantities are the same at both scales. A complete spec with every key::
     agent_processes = 0              # processes serving the switch agents; 0: as above.
                                      # Each switch keeps its own queue, pipeline and
                                      # telemetry (architecture §5.1)
+    pin_cpus = true                  # each host and agent process on one CPU, round-robin
 
     [topology]
     kind = "leafspine"               # leafspine | dumbbell
@@ -212,6 +213,7 @@ class ScaleSpec:
     dilation: float = _num(DEFAULT_DILATION, 1e-3, 1e7)
     host_processes: int = _num(0, 0, 4096, note=" (0: one per CPU)")
     agent_processes: int = _num(0, 0, 4096, note=" (0: one per CPU)")
+    pin_cpus: bool = True
 
 
 @dataclass(frozen=True)

@@ -243,6 +243,9 @@ class GroupConfig(Codec):
     """The hosts one process serves (docs/architecture.md §3.4), written by the launcher
     as ``<first host>.group.json``."""
     members: tuple[MemberConfig, ...]
+    cpu: int | None = None            # run on this CPU only (hosts.sched); None: anywhere
 
     def __post_init__(self):
         check(len(self.members) > 0, "members", len(self.members), "at least one host")
+        check(self.cpu is None or isinstance(self.cpu, int) and self.cpu >= 0, "cpu", self.cpu,
+              "must be a CPU number, or null")

@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         group = GroupConfig.from_dict(json.load(f))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sched.set_timer_slack(TIMER_SLACK_S)
-    if os.environ.get("SYMPHONY_EMU_SLICE_US"):
-        sched.set_slice(float(os.environ["SYMPHONY_EMU_SLICE_US"]) * 1e-6)
+    if group.cpu is not None:
+        sched.pin(group.cpu)
     members = [Member(mc, time.monotonic) for mc in group.members]
     for m in members:
         m.say({"ready": True})

@@ -339,8 +339,8 @@ def main(argv: list[str] | None = None) -> int:
                                 Namespace(m.netns_pid or None)))
     state = {"running": True}
     sched.set_timer_slack(TIMER_SLACK_S)
-    if os.environ.get("SYMPHONY_EMU_SLICE_US"):
-        sched.set_slice(float(os.environ["SYMPHONY_EMU_SLICE_US"]) * 1e-6)
+    if group.cpu is not None:
+        sched.pin(group.cpu)
 
     def stop(*_):
         state["running"] = False

@@ -122,9 +122,12 @@ class AgentGroupConfig(Codec):
     """The switches one agent process serves (docs/architecture.md §5.1), written by
     ``topologies.fabric`` as ``<first switch>.agents.json``."""
     members: tuple[AgentMember, ...]
+    cpu: int | None = None             # run on this CPU only (hosts.sched); None: anywhere
 
     def __post_init__(self):
         check(len(self.members) > 0, "members", len(self.members), "at least one switch")
+        check(self.cpu is None or isinstance(self.cpu, int) and self.cpu >= 0, "cpu", self.cpu,
+              "must be a CPU number, or null")
 
 
 def default_agent(switch: str, scale: Scale = DEFAULT_SCALE) -> AgentConfig:

@@ -40,6 +40,7 @@ from dataclasses import replace
 from mininet.node import Host, Switch
 
 from hosts.config import check, finite
+from hosts import sched
 from switch_agent import control
 from switch_agent.config import (AgentConfig, AgentGroupConfig, AgentMember, PortParams,
                                  default_agent)
@@ -520,21 +521,25 @@ class FabricSwitch(OwnedNode, Switch):
         super().stop(deleteIntfs)
 
 
-def start_agents(switches: list[FabricSwitch], processes: int, timeout_s: float = 10.0) -> None:
+def start_agents(switches: list[FabricSwitch], processes: int, timeout_s: float = 10.0,
+                 pin: bool = False) -> None:
     """Start the agents of ``switches`` (each started, its ports known) in ``processes``
     processes (``python -m switch_agent``), each serving a share of the switches from the
     namespace of its first, and wait until every agent answers on its control socket. A
     process runs a per-switch agent -- its own queue, pipeline, control socket and
-    telemetry -- for each of its switches (docs/architecture.md §5.1)."""
+    telemetry -- for each of its switches (docs/architecture.md §5.1). ``pin``: each process
+    on one CPU, round-robin, when there are at least as many as CPUs (``hosts.sched``)."""
     env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     k = max(1, min(processes, len(switches)))
-    for share in (switches[i::k] for i in range(k)):
+    pin = pin and k >= len(sched.cpus())
+    for i, share in enumerate(switches[i::k] for i in range(k)):
         first = share[0]
         members = [AgentMember(sw.write_agent_config(), 0 if sw is first else sw.pid)
                    for sw in share]
         group = os.path.join(first.rundir, f"{first.name}.agents.json")
         with open(group, "w") as f:
-            json.dump(AgentGroupConfig(tuple(members)).to_dict(), f, indent=1)
+            json.dump(AgentGroupConfig(tuple(members), sched.cpu_for(i) if pin else None).to_dict(),
+                      f, indent=1)
         log = open(os.path.join(first.rundir, f"{first.name}.agent.log"), "w")
         proc = first.popen([sys.executable, "-m", "switch_agent", "--config", group],
                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)

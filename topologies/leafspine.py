@@ -32,7 +32,7 @@ class LeafSpineTopo(Topo):
     def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=fabric.DEFAULT_RATE_BPS,
               buffer_bytes=fabric.DEFAULT_BUFFER_BYTES, routing="ecmp", agents=None,
               rundir=None, with_agent=True, port_rates=None, qdisc="fifo", pods=1, cores=0,
-              oversubscription=1.0, servers=1, agent_processes=0):
+              oversubscription=1.0, servers=1, agent_processes=0, pin_cpus=False):
         """``port_rates``: {switch name: {interface: rate_bps}} overrides of single
         egress ports (a slower hop); ``agents``: {switch name: AgentConfig} (a run plan's
         ``agents``; missing ones get ``topologies.fabric.default_agent``); ``qdisc``:
@@ -41,11 +41,12 @@ class LeafSpineTopo(Topo):
         links between them over VXLAN (``topologies.overlay``; the :class:`Fabric` starts
         and removes the servers as ``self.overlay``); ``agent_processes`` > 0: the
         switches' agents run in that many processes, started by the :class:`Fabric` once
-        every switch is up (``topologies.fabric.start_agents``), instead of one per switch
-        as each starts."""
+        every switch is up (``topologies.fabric.start_agents``, each on one CPU with
+        ``pin_cpus``), instead of one per switch as each starts."""
         fabric.check_shape(leaves, spines, hosts_per_leaf, routing)
         self.rundir = rundir             # the run's folder: its ledger (emulator.launch.ledger)
         self.agent_processes = agent_processes if with_agent else 0
+        self.pin_cpus = pin_cpus
         fabric.check_pods(pods, cores, leaves, spines, routing, oversubscription)
         server_of = overlay.server_of_nodes(leaves, spines, hosts_per_leaf, pods, cores,
                                             servers)

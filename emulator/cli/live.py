@@ -104,7 +104,8 @@ class LiveSession:
         rundir = os.path.join(group, f"{self.scheme}-seed{self.seed}")
         os.makedirs(rundir)
         RunFolder(rundir).write_manifest(plan, spec, live=True)
-        procs = HostProcesses(self.fab, plan.hosts, rundir, plan.host_processes)
+        procs = HostProcesses(self.fab, plan.hosts, rundir, plan.host_processes,
+                              plan.pin_cpus)
         procs.start()
         try:
             procs.go()

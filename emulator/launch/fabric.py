@@ -40,7 +40,8 @@ def topology(plan, rundir: str):
     f = plan.fabric
     opts = dict(rate_bps=f.rate_bps, buffer_bytes=f.buffer_bytes, routing=f.routing,
                 agents=plan.agents, rundir=rundir, port_rates=f.port_rates, qdisc=f.port_qdisc,
-                agent_processes=plan.agent_processes or default_processes(len(plan.agents)))
+                agent_processes=plan.agent_processes or default_processes(len(plan.agents)),
+                pin_cpus=plan.pin_cpus)
     if f.kind == "dumbbell":
         return DumbbellTopo(f.hosts_per_leaf, **opts)
     return LeafSpineTopo(f.leaves, f.spines, f.hosts_per_leaf, pods=f.pods, cores=f.cores,
@@ -95,7 +96,7 @@ class Fabric:
             self.net.start()
             later = [s for s in self.switches if s.with_agent == "later"]
             if later:
-                start_agents(later, self.topo.agent_processes)
+                start_agents(later, self.topo.agent_processes, pin=self.topo.pin_cpus)
             self.agent_pids = {s.name: s.agent_proc.pid for s in self.switches
                                if s.agent_proc is not None}
         except BaseException:

@@ -29,6 +29,7 @@ import sys
 import time
 from dataclasses import replace
 
+from hosts import sched
 from hosts.config import GroupConfig, HostConfig, MemberConfig
 from topologies import fabric as wiring
 
@@ -39,8 +40,9 @@ START_DELAY_S = 0.2               # from the last "ready" to t = 0
 
 class HostProcesses:
     def __init__(self, fab, configs: dict[str, HostConfig], rundir: str,
-                 processes: int = 0):
+                 processes: int = 0, pin: bool = True):
         self.fab, self.rundir = fab, rundir
+        self.pin = pin
         self.configs = dict(configs)
         self.processes = processes or default_processes(len(configs))
         self.groups: list[tuple[tuple[str, ...], subprocess.Popen]] = []
@@ -78,7 +80,8 @@ class HostProcesses:
         # each process ~0.1 CPU-s of start-up on this machine (issue 15)
         env = dict(os.environ, PYTHONPATH=wiring.REPO_ROOT, OPENBLAS_NUM_THREADS="1")
         try:
-            for hosts in split(list(self.configs), self.processes):
+            shares = split(list(self.configs), self.processes)
+            for i, hosts in enumerate(shares):
                 members = []
                 for host in hosts:
                     cfg = replace(self.configs[host], telemetry_path=self._path(host, "jsonl"))
@@ -93,7 +96,8 @@ class HostProcesses:
                         0 if host == hosts[0] else self.fab[host].pid))
                 group = self._path(hosts[0], "group.json")
                 with open(group, "w") as f:
-                    json.dump(GroupConfig(tuple(members)).to_dict(), f, indent=1)
+                    json.dump(GroupConfig(tuple(members), self._cpu(i, len(shares))).to_dict(),
+                              f, indent=1)
                 with open(self._path(hosts[0], "host.log"), "w") as log:
                     proc = self.fab[hosts[0]].popen(
                         [sys.executable, "-m", "hosts.group", "--config", group],
@@ -105,6 +109,14 @@ class HostProcesses:
         except BaseException:
             self.stop()
             raise
+
+    def _cpu(self, index: int, processes: int) -> int | None:
+        """The CPU of the ``index``-th process: round-robin when pinning (``pin``), and
+        only when there are at least as many processes as CPUs -- fewer are left free to
+        run anywhere (hosts.sched)."""
+        if not self.pin or processes < len(sched.cpus()):
+            return None
+        return sched.cpu_for(index)
 
     def go(self, ready_timeout_s: float = READY_TIMEOUT_S) -> float:
         """Wait until every process is ready, then give them all the same t = 0 (returned).

@@ -91,7 +91,8 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
     cpu = CpuMeter()
     with Fabric(topology(plan, rundir)) as fab:
         engine = Engine(fab, rundir, plan.perturbations)
-        procs = HostProcesses(fab, plan.hosts, rundir, plan.host_processes)
+        procs = HostProcesses(fab, plan.hosts, rundir, plan.host_processes,
+                              plan.pin_cpus)
         started = False
         t_begin = time.monotonic()
         try:

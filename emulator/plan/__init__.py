@@ -82,6 +82,7 @@ class RunPlan:
     path_hops: int                # links on the longest host-to-host path
     host_processes: int = 0       # processes serving the hosts (0: the launcher's default)
     agent_processes: int = 0      # processes serving the switch agents (0: likewise)
+    pin_cpus: bool = True         # those processes on one CPU each (hosts.sched)
 
     @property
     def link_rate_bps(self) -> float:
@@ -109,7 +110,7 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
     return RunPlan(spec.name, sch, seed, sc, fab, lays, hosts, agents, timed,
                    spec.run.timeout_s, spec.transport.mtu_bytes,
                    4 if t.kind == "leafspine" and t.leaves > 1 else 2,
-                   spec.scale.host_processes, spec.scale.agent_processes)
+                   spec.scale.host_processes, spec.scale.agent_processes, spec.scale.pin_cpus)
 
 
 # --- switches -----------------------------------------------------------------------------
