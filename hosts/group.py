@@ -84,6 +84,19 @@ class Member:
         return summary["ok"]
 
 
+def _readable(fds: list[int]):
+    """``wait(timeout_s)`` -> the fds of ``fds`` that have something to read: by select(),
+    whose timeout is in microseconds (epoll's and poll()'s round up to a whole
+    millisecond: at D = 250 that is more than a frame); poll() if an fd is beyond
+    select()'s FD_SETSIZE."""
+    if max(fds, default=0) < 1024:
+        return lambda timeout_s: select.select(fds, (), (), timeout_s)[0]
+    p = select.poll()
+    for fd in fds:
+        p.register(fd, select.POLLIN)
+    return lambda timeout_s: [fd for fd, _ in p.poll(math.ceil(timeout_s * 1e3))]
+
+
 def serve(members: list[Member], t0: float, clock=time.monotonic) -> bool:
     """Run every member from t = ``t0`` until it finished (or timed out) and lingered
     (so a peer's retransmission after our last ACK's loss is re-ACKed); True if all ok."""
@@ -93,7 +106,7 @@ def serve(members: list[Member], t0: float, clock=time.monotonic) -> bool:
         m.due = t0
     by_fd = {m.fd: m for m in members}
     fds = list(by_fd)
-    select_ = select.select            # microseconds; epoll and poll round up to a whole ms
+    readable = _readable(fds)
     ok, n = True, len(members)
     live = list(members)
     while live:
@@ -121,12 +134,12 @@ def serve(members: list[Member], t0: float, clock=time.monotonic) -> bool:
         for m in gone or ():
             live.remove(m)
             del by_fd[m.fd]
-            fds = list(by_fd)
+            readable = _readable(list(by_fd))
             ok &= m.finish(n)
         if not live:
             break
         wait = wake - clock()
-        for fd in select_(fds, (), (), wait if wait > 0 else 0)[0]:
+        for fd in readable(wait if wait > 0 else 0):
             m = by_fd[fd]
             m.host.nic.receive()
             m.due = -math.inf              # what arrived may have made something due

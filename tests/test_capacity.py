@@ -15,23 +15,29 @@ MAIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE1 = os.path.join(MAIN, "runs", "table1.toml")
 MB = 1 << 20
 TWO_CORES = capacity.Machine(cpus=2, mem_available_bytes=24_000 * MB)
+TWO_EACH = ["scale.host_processes=2", "scale.agent_processes=2"]    # not this machine's default
 
 
 def test_table1s_demand_counts_every_process_and_buffer():
-    plan = planning.compile(load(TABLE1), "symphony", 1)
+    plan = planning.compile(load(TABLE1, TWO_EACH), "symphony", 1)
     d = capacity.demand(plan)
-    # 16 hosts + 8 switches: 24 shells, 16 host processes, 8 agents
-    assert (d.nodes, d.hosts, d.processes) == (24, 16, 48)
+    # 16 hosts + 8 switches: 24 shells, 2 host processes, 2 agent processes
+    assert (d.nodes, d.hosts, d.processes) == (24, 16, 28)
     # 4 rail rings of 4: a rank's buffer is 4 chunks of 256 KB; (4 + 4) of them per rank
     assert d.buffer_bytes == 16 * (4 + 4) * 4 * 262144
-    assert d.memory_bytes == (24 * 4 + 24 * 67) * MB + d.buffer_bytes
+    assert d.memory_bytes == (24 * 4 + 4 * 67 + 24 * 2) * MB + d.buffer_bytes
+    # one process per host and per switch: the processes and their memory
+    one_each = capacity.demand(planning.compile(
+        load(TABLE1, ["scale.host_processes=16", "scale.agent_processes=8"]), "symphony", 1))
+    assert one_each.processes == 48
+    assert one_each.memory_bytes == (24 * 4 + 24 * 67 + 24 * 2) * MB + d.buffer_bytes
     assert capacity.refusals(d, TWO_CORES) == []
 
 
 def test_a_background_flow_adds_two_iperf3_processes():
-    spec = load(TABLE1, ['perturbations=[{kind="background", src="h0", dst="h5", '
-                         'rate_gbps=1.0, start_ms=0.0, duration_ms=1.0}]'])
-    assert capacity.demand(planning.compile(spec, "symphony", 1)).processes == 50
+    spec = load(TABLE1, TWO_EACH + ['perturbations=[{kind="background", src="h0", dst="h5", '
+                                    'rate_gbps=1.0, start_ms=0.0, duration_ms=1.0}]'])
+    assert capacity.demand(planning.compile(spec, "symphony", 1)).processes == 30
 
 
 def test_more_hosts_than_32_per_core_are_refused_naming_the_benchmark():
@@ -52,22 +58,23 @@ def test_a_1000_host_spec_is_refused_without_compiling_its_plan(monkeypatch):
 
 
 def test_memory_beyond_80_percent_of_memavailable_is_refused_with_the_sums():
-    spec = load(TABLE1, ["jobs.0.chunk_bytes=67108864", "jobs.0.passes=1"])   # 64 MiB
+    spec = load(TABLE1, TWO_EACH + ["jobs.0.chunk_bytes=67108864", "jobs.0.passes=1"])  # 64 MiB
     d = capacity.demand(planning.compile(spec, "symphony", 1))
     assert d.buffer_bytes == 16 * 8 * 4 * 64 * MB                 # 32 GiB
     (why,) = capacity.refusals(d, TWO_CORES)
-    assert why.startswith(f"needs about {d.memory_bytes / MB:,.0f} MB (48 processes: 67 MB "
-                          "per host process and per switch agent as the scale benchmark "
-                          "measured, 4 MB per node shell, plus 32,768 MB of collective buffers)")
+    assert why.startswith(f"needs about {d.memory_bytes / MB:,.0f} MB (28 processes: 67 MB "
+                          "per host or agent process as the scale benchmark measured and 2 MB "
+                          "per host and switch it serves, 4 MB per node shell, plus 32,768 MB "
+                          "of collective buffers)")
     assert why.endswith("more than 80% of the 24,000 MB available (MemAvailable, /proc/meminfo)")
     big = capacity.Machine(cpus=2, mem_available_bytes=64_000 * MB)
     assert capacity.refusals(d, big) == []
 
 
 def test_a_process_limit_is_a_refusal():
-    d = capacity.demand(planning.compile(load(TABLE1), "symphony", 1))
-    tight = capacity.Machine(cpus=2, mem_available_bytes=24_000 * MB, max_processes=40)
-    assert capacity.refusals(d, tight) == ["48 processes: more than this user's limit of 40 "
+    d = capacity.demand(planning.compile(load(TABLE1, TWO_EACH), "symphony", 1))
+    tight = capacity.Machine(cpus=2, mem_available_bytes=24_000 * MB, max_processes=20)
+    assert capacity.refusals(d, tight) == ["28 processes: more than this user's limit of 20 "
                                            "(RLIMIT_NPROC)"]
 
 

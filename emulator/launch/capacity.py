@@ -15,8 +15,9 @@ this kind of machine (2 cores):
   node is a shell of a few MB (:data:`SHELL_MB`). All of it must fit in
   :data:`MEMORY_SHARE` of what the kernel reports available (``MemAvailable`` in
   ``/proc/meminfo``), which counts what other runs on the machine already use.
-* **processes**: one shell per node, one process per busy host and per switch, two
-  iperf3 per background flow; they must fit in the user's process limit
+* **processes**: one shell per node, the host processes and agent processes (one per
+  CPU by default, each serving several hosts or switches, :data:`SERVED_MB` for each),
+  two iperf3 per background flow; they must fit in the user's process limit
   (``RLIMIT_NPROC``) when there is one.
 
 Pure except :func:`this_machine`, which reads the machine.
@@ -29,10 +30,12 @@ import resource
 from dataclasses import dataclass
 
 from emulator import plan as planning
+from emulator.launch.launcher import default_processes
 from emulator.perturbations import Background
 
 HOSTS_PER_CORE = 32          # benchmarks/scale.py: 64 hosts faithful on 2 cores
 PROCESS_MB = 67              # benchmarks/scale.py: peak RSS of a host process, of an agent
+SERVED_MB = 2                # a host's or a switch's own state in a process serving several
 SHELL_MB = 4                 # a Mininet node's bash (measured: 2.2 MB without a prompt)
 MEMORY_SHARE = 0.8           # of MemAvailable; the rest for the kernel and Mininet
 MB = 1 << 20
@@ -60,11 +63,15 @@ def demand(plan) -> Demand:
     nodes = hosts + len(plan.agents)
     backgrounds = sum(1 for t in plan.perturbations
                       if isinstance(t.what, Background) and not t.undo)
-    processes = nodes + len(plan.hosts) + len(plan.agents) + 2 * backgrounds
+    # the host and agent processes, each serving several (emulator.launch.launcher)
+    served = (min(len(plan.hosts), plan.host_processes or default_processes(len(plan.hosts)))
+              + min(len(plan.agents),
+                    plan.agent_processes or default_processes(len(plan.agents))))
+    processes = nodes + served + 2 * backgrounds
     buffers = sum((_members(r.group) + 4) * _largest_bytes(r)
                   for cfg in plan.hosts.values() for r in cfg.ranks)
-    memory = (nodes * SHELL_MB + (len(plan.hosts) + len(plan.agents)) * PROCESS_MB) * MB \
-        + buffers
+    memory = (nodes * SHELL_MB + served * PROCESS_MB
+              + (len(plan.hosts) + len(plan.agents)) * SERVED_MB) * MB + buffers
     return Demand(nodes, hosts, processes, memory, buffers)
 
 
@@ -80,9 +87,10 @@ def refusals(d: Demand, m: Machine) -> list[str]:
     budget = MEMORY_SHARE * m.mem_available_bytes
     if d.memory_bytes > budget:
         out.append(f"needs about {d.memory_bytes / MB:,.0f} MB ({d.processes} processes: "
-                   f"{PROCESS_MB} MB per host process and per switch agent as the scale "
-                   f"benchmark measured, {SHELL_MB} MB per node shell, plus "
-                   f"{d.buffer_bytes / MB:,.0f} MB of collective buffers), more than "
+                   f"{PROCESS_MB} MB per host or agent process as the scale benchmark "
+                   f"measured and {SERVED_MB} MB per host and switch it serves, {SHELL_MB} MB "
+                   f"per node shell, plus {d.buffer_bytes / MB:,.0f} MB of collective "
+                   "buffers), more than "
                    f"{MEMORY_SHARE:.0%} of the {m.mem_available_bytes / MB:,.0f} MB "
                    "available (MemAvailable, /proc/meminfo)")
     if m.max_processes is not None and d.processes > m.max_processes:
