@@ -8,6 +8,8 @@ short binary fraction. The arithmetic is written next to each expectation; nothi
 here re-implements the algorithm.
 """
 
+from dataclasses import replace
+
 import pytest
 
 from hosts.cc.base import NotificationPoint
@@ -407,6 +409,42 @@ def test_mlx_increase_stages_fast_recovery_then_additive_at_f_then_hyper():
         rp.advance(t)
         assert_rates(rp, rt, rc)
     assert rp.cuts == 2
+
+
+def test_mlx_without_clamp_back_to_back_cuts_keep_rt_and_recovery_jumps_halfway_back():
+    """HPCC ns-3 (CheckRateDecreaseMlx, CLAMP_TARGET_RATE 0): Rt <- Rc only if an RP-timer
+    stage passed since the last cut. Derived by hand from M (alpha 1 until t = 1: a CNP
+    before every alpha update; then halved at 2, 3, 4, 5 without CNPs)."""
+    hp = replace(M, clamp_target_rate=False)
+    ours, rp = DcqcnMlx(M, 0.0), DcqcnMlx(hp, 0.0)
+    for r in (ours, rp):
+        r.on_cnp(0.0)                           # cut at once: Rt 100, Rc 50
+        r.on_cnp(0.1)
+        r.advance(0.5)                          # a back-to-back cut, no stage between
+        r.on_cnp(0.6)
+        r.advance(1.0)                          # and another
+    assert_rates(ours, 25.0, 12.5)              # ours: Rt follows Rc down every cut
+    assert_rates(rp, 100.0, 12.5)               # HPCC: Rt kept at 100 since the first cut
+    rp.advance(5.0)                             # stage 0, fast recovery: halfway to Rt
+    assert_rates(rp, 100.0, 56.25)
+    rp.on_cnp(5.1)
+    rp.advance(5.5)                             # a stage passed since the last cut: clamp,
+    assert_rates(rp, 56.25, 56.25 * (1 - 0.0625 / 2))       # alpha 1/16 by now
+    assert rp.cuts == ours.cuts + 1 == 4
+
+
+def test_mlx_first_cnp_may_arm_the_checks_without_cutting_as_hpcc():
+    """HPCC ns-3 (cnp_received_mlx): the first CNP sets alpha 1 and Rt = Rc (rate times
+    rateOnFirstCNP = 1) and schedules the first decrease check a decrease interval later."""
+    rp = DcqcnMlx(replace(M, first_cut_at_once=False), 0.0)
+    rp.on_cnp(2.5)
+    assert rp.alpha == 1.0 and rp.cuts == 0
+    assert_rates(rp, 100.0, 100.0)
+    rp.advance(2.999)
+    assert rp.cuts == 0
+    rp.advance(3.0)                             # the first check: one cut
+    assert_rates(rp, 100.0, 50.0)
+    assert rp.cuts == 1
 
 
 def test_mlx_late_advance_processes_decrease_alpha_and_increase_in_time_order():

@@ -18,7 +18,12 @@ Li et al., SIGCOMM'19)
     every ``decrease_interval_s`` a flagged decrease cuts ``Rt <- Rc;
     Rc <- max(Rmin, Rc (1 - alpha/2))`` and restarts the increase timer; every
     ``timer_s`` (the RP timer) one increase event: fast recovery while the stage < F,
-    additive at F, hyper above. The first CNP sets alpha to 1.
+    additive at F, hyper above. The first CNP sets alpha to 1 and cuts at once. Two
+    parameters give HPCC ns-3's own rules instead (``rdma-hw.cc``):
+    ``clamp_target_rate=False`` keeps Rt on a cut that follows another with no RP-timer
+    stage between them (``CheckRateDecreaseMlx``), and ``first_cut_at_once=False`` makes
+    the first CNP arm the decrease checks without cutting (``cnp_received_mlx``: the
+    rate times ``rateOnFirstCNP`` = 1, its first check a decrease interval later).
 
 Timers due at the same instant fire alpha first, then increase, then decrease (as HPCC
 ns-3 schedules them). All rates in bit/s, all times in seconds, already at emulation
@@ -50,6 +55,13 @@ class DcqcnParams:
     rhai_bps: float = 200e6                # hyper increase
     decrease_interval_s: float = 4e-6      # mlx: rate-decrease check
     cnp_interval_s: float = CNP_INTERVAL_S  # notification point: one CNP per flow per interval
+    # mlx only, the two places where HPCC ns-3's code (rdma-hw.cc) departs from ours:
+    clamp_target_rate: bool = True         # False: a cut keeps Rt unless an RP-timer stage
+    #                                        passed since the last cut (CheckRateDecreaseMlx
+    #                                        with CLAMP_TARGET_RATE 0, as its run.py sets it)
+    first_cut_at_once: bool = True         # False: the first CNP only arms the checks, the
+    #                                        first cut comes at the first one, a decrease
+    #                                        interval later (cnp_received_mlx)
 
     def __post_init__(self):
         require_positive("DCQCN", self, ("line_rate_bps", "min_rate_bps", "alpha_timer_s",
@@ -210,12 +222,16 @@ class DcqcnMlx(_Dcqcn):
 
     def _on_cnp(self, now_s: float) -> None:
         self._alpha_cnp = self._decrease_cnp = True
-        if self._t_decrease is None:               # the first CNP: alpha 1, check at once
+        if self._t_decrease is None:               # the first CNP: alpha 1, checks armed
             self.alpha = 1.0
             self._alpha_cnp = False
             self._t_alpha = now_s + self.p.alpha_timer_s
-            self._t_decrease = now_s
-            self.advance(now_s)
+            if self.p.first_cut_at_once:           # ours: the first check is now
+                self._t_decrease = now_s
+                self.advance(now_s)
+            else:                                  # HPCC: Rt <- Rc; first check later
+                self.target_bps = self.rate_bps
+                self._t_decrease = now_s + self.p.decrease_interval_s
 
     def _on_alpha_timer(self) -> None:
         self.alpha = (1 - self.p.g) * self.alpha + (self.p.g if self._alpha_cnp else 0.0)
@@ -234,7 +250,11 @@ class DcqcnMlx(_Dcqcn):
         self._t_decrease = t + self.p.decrease_interval_s
         if self._decrease_cnp:
             self._decrease_cnp = False
+            keep = self.target_bps if not self.p.clamp_target_rate and self.t_count == 0 \
+                else None
             self._cut(t)
+            if keep is not None:                   # no RP-timer stage since the last cut
+                self.target_bps = keep
 
     def _increase_step_bps(self) -> float:
         stage = self.t_count - 1                   # the stage before this event
