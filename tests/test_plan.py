@@ -15,12 +15,13 @@ from hosts.config import HostConfig, from_dict, to_dict
 from switch_agent.config import AgentConfig
 from topologies.fabric import REPO_ROOT
 
-TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")   # D = 2000, 10 Gb/s, 4x4x4
+TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")   # 10 Gb/s, 4x4x4
+AT_2000 = ["scale.dilation=2000"]   # the arithmetic below is at D = 2000 (the file says 1000)
 FIG9 = os.path.join(REPO_ROOT, "runs", "fig9.toml")
 
 
 def test_t_win_reaches_every_agent_dilated_once():
-    plan = compile(load(TABLE1, ["symphony.t_win_us=37.5", "scale.dilation=4000"]),
+    plan = compile(load(TABLE1, AT_2000 + ["symphony.t_win_us=37.5", "scale.dilation=4000"]),
                    "symphony", 3)
     assert set(plan.agents) == {f"leaf{i}" for i in range(4)} | {f"spine{i}" for i in range(4)}
     for name, a in plan.agents.items():
@@ -29,7 +30,7 @@ def test_t_win_reaches_every_agent_dilated_once():
 
 
 def test_link_rate_and_transport_timers_reach_every_host_converted_once():
-    plan = compile(load(TABLE1, ["transport.rto_us=500", "transport.nak_timeout_us=50"]),
+    plan = compile(load(TABLE1, AT_2000 + ["transport.rto_us=500", "transport.nak_timeout_us=50"]),
                    "baseline", 1)
     assert plan.link_rate_bps == pytest.approx(10e9 / 2000)
     for h in plan.hosts.values():
@@ -41,7 +42,7 @@ def test_link_rate_and_transport_timers_reach_every_host_converted_once():
 
 
 def test_each_host_runs_its_ranks_with_the_layouts_rings_and_its_address():
-    plan = compile(load(TABLE1), "baseline", 1)
+    plan = compile(load(TABLE1, AT_2000), "baseline", 1)
     (lay,) = plan.layouts
     assert len(plan.hosts) == 16
     h5 = plan.hosts["h5"]
@@ -54,7 +55,7 @@ def test_each_host_runs_its_ranks_with_the_layouts_rings_and_its_address():
 
 
 def test_stragglers_and_start_times_are_dilated_into_the_host_configs():
-    spec = load(TABLE1, ['perturbations=[{kind="straggler", host="h2", delay_us=25.0}]',
+    spec = load(TABLE1, AT_2000 + ['perturbations=[{kind="straggler", host="h2", delay_us=25.0}]',
                          "jobs.0.start_ms=0.5", "jobs.0.compute_gap_us=10"])
     plan = compile(spec, "baseline", 1)
     r2, r3 = plan.hosts["h2"].ranks[0], plan.hosts["h3"].ranks[0]
@@ -67,13 +68,13 @@ def test_stragglers_and_start_times_are_dilated_into_the_host_configs():
                                               ("mlx", "dcqcn", DcqcnMlx),
                                               ("paper", "none", LineRate)])
 def test_congestion_control_is_picked_by_the_spec(variant, cc, cls):
-    spec = load(TABLE1, [f"dcqcn.variant={variant}", f"transport.congestion_control={cc}"])
+    spec = load(TABLE1, AT_2000 + [f"dcqcn.variant={variant}", f"transport.congestion_control={cc}"])
     h = compile(spec, "baseline", 1).hosts["h0"]
     assert type(h.cc.controller(0.0)) is cls
 
 
 def test_schemes_are_objects_with_their_hook_and_port_qdisc():
-    spec = load(TABLE1)
+    spec = load(TABLE1, AT_2000)
     for scheme, hook, qdisc in [("baseline", "baseline", "fifo"),
                                 ("symphony", "symphony", "fifo"), ("pq", "pq", "pq")]:
         plan = compile(spec, scheme, 1)
@@ -82,7 +83,7 @@ def test_schemes_are_objects_with_their_hook_and_port_qdisc():
 
 
 def test_a_late_start_keeps_symphony_off_and_schedules_it_on():
-    spec = load(TABLE1, ['perturbations=[{kind="symphony_late_start", at_ms=3.0}]'])
+    spec = load(TABLE1, AT_2000 + ['perturbations=[{kind="symphony_late_start", at_ms=3.0}]'])
     plan = compile(spec, "symphony", 1)
     assert {a.scheme for a in plan.agents.values()} == {"baseline"}
     (e,) = plan.perturbations
@@ -91,7 +92,7 @@ def test_a_late_start_keeps_symphony_off_and_schedules_it_on():
 
 
 def test_perturbations_become_timed_objects_in_emulated_seconds():
-    spec = load(TABLE1, ['perturbations=['
+    spec = load(TABLE1, AT_2000 + ['perturbations=['
                          '{kind="link_down", switch="leaf0", toward="spine1", at_ms=1.0, '
                          'up_ms=2.0}, {kind="loss", switch="spine0", fraction=0.01}, '
                          '{kind="background", src="h0", dst="h5", rate_gbps=2.0, start_ms=0.5, '
@@ -119,7 +120,7 @@ def test_message_specs_become_hosts_with_sends_and_receives():
 
 @pytest.mark.parametrize("scheme", ["baseline", "symphony", "pq"])
 def test_every_config_round_trips_through_json_unchanged(scheme):
-    plan = compile(load(TABLE1), scheme, 2)
+    plan = compile(load(TABLE1, AT_2000), scheme, 2)
     for h in plan.hosts.values():
         assert HostConfig.from_dict(json.loads(json.dumps(h.to_dict()))) == h
     for a in plan.agents.values():
@@ -127,7 +128,7 @@ def test_every_config_round_trips_through_json_unchanged(scheme):
 
 
 def test_a_config_with_an_unknown_key_is_refused_naming_it():
-    d = compile(load(TABLE1), "baseline", 1).hosts["h0"].to_dict()
+    d = compile(load(TABLE1, AT_2000), "baseline", 1).hosts["h0"].to_dict()
     d["ranks"][0]["rigns"] = [0, 4]
     with pytest.raises(ValueError, match="unknown keys \\['rigns'\\]"):
         HostConfig.from_dict(d)
@@ -142,13 +143,13 @@ def test_the_agent_of_plain_mininet_use_has_the_spec_defaults():
 
 
 def test_compile_is_pure_and_repeatable():
-    spec = load(TABLE1)
+    spec = load(TABLE1, AT_2000)
     assert compile(spec, "symphony", 1) == compile(spec, "symphony", 1)
 
 
 def test_each_seed_salts_the_source_ports_so_it_draws_new_ecmp_paths():
     from hosts.nic import flow_sport
-    spec = load(TABLE1)
+    spec = load(TABLE1, AT_2000)
     t1, t2 = (compile(spec, "baseline", s).hosts["h0"].transport for s in (1, 2))
     assert (t1.sport_seed, t2.sport_seed) == (1, 2)
     ports = [[flow_sport(1, 0, step, "10.0.0.2", True, t.sport_seed) for step in range(24)]

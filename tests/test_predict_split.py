@@ -17,11 +17,12 @@ from emulator.spec import load
 from topologies.fabric import REPO_ROOT
 
 TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")
+AT_2000 = ["scale.dilation=2000"]   # the arithmetic below is at D = 2000 (the file says 1000)
 FIG5 = os.path.join(REPO_ROOT, "runs", "fig5.toml")
 
 
 def test_predict_static_routing_is_the_lockstep_bound_in_the_report(tmp_path):
-    spec = load(TABLE1, ["topology.routing=static", "jobs.0.passes=2"])
+    spec = load(TABLE1, AT_2000 + ["topology.routing=static", "jobs.0.passes=2"])
     run_predict(spec, str(tmp_path), ["baseline", "ideal-priority"], [1])
     summary = report.summarize(str(tmp_path), plots=False)
     assert summary["backend"] == "fluid"
@@ -46,7 +47,7 @@ def test_predict_ecmp_collides_and_ideal_priority_wins_some_of_it_back(tmp_path)
 
 
 def test_predict_follows_the_plan_perturbations_and_says_what_it_cannot_model():
-    spec = load(TABLE1, ['perturbations=[{kind="imbalance", switch="leaf0", toward="h0", '
+    spec = load(TABLE1, AT_2000 + ['perturbations=[{kind="imbalance", switch="leaf0", toward="h0", '
                          'ratio=2.0}, {kind="loss", switch="spine0", fraction=0.01}]',
                          "topology.routing=static", "jobs.0.passes=1"])
     res, inp = predict_one(spec, "baseline", 1)
@@ -61,7 +62,7 @@ def test_predict_follows_the_plan_perturbations_and_says_what_it_cannot_model():
 
 
 def test_recorded_ports_walk_into_node_paths(tmp_path):
-    spec = load(TABLE1)
+    spec = load(TABLE1, AT_2000)
     plan = planning.compile(spec, "baseline", 1)
     far = split.port_neighbors(plan.fabric)
     assert far["leaf0"]["leaf0-eth5"] == "spine0" and far["spine2"]["spine2-eth2"] == "leaf1"
@@ -80,7 +81,7 @@ def test_recorded_ports_walk_into_node_paths(tmp_path):
 
 
 def test_model_inputs_carry_the_plan_link_events_and_background():
-    spec = load(TABLE1, ['perturbations=[{kind="link_down", switch="leaf0", toward="spine1", '
+    spec = load(TABLE1, AT_2000 + ['perturbations=[{kind="link_down", switch="leaf0", toward="spine1", '
                          'at_ms=1.0, up_ms=2.0}, {kind="background", src="h0", dst="h5", '
                          'rate_gbps=2.0, start_ms=0.5, duration_ms=1.0}]'])
     inp = model_inputs(planning.compile(spec, "baseline", 1))
@@ -132,7 +133,7 @@ def test_predict_runs_plain_messages_fig9(tmp_path):
 def test_a_collective_cut_by_a_permanent_link_failure_is_failed_not_slow(tmp_path):
     # static routing, leaf0's uplink to spine0 down for good from 1 ms (real): ring 0
     # has nothing to re-route to; its collective and the job's never complete
-    spec = load(TABLE1, ["topology.routing=static", "jobs.0.passes=2",
+    spec = load(TABLE1, AT_2000 + ["topology.routing=static", "jobs.0.passes=2",
                          'perturbations=[{kind="link_down", switch="leaf0", toward="spine0", '
                          'at_ms=1.0}]'])
     run_predict(spec, str(tmp_path), ["baseline"], [1])

@@ -97,7 +97,7 @@ def test_table1_loads_with_the_values_written_in_the_file():
     assert (job.id, job.hosts, job.algorithm, job.rings, job.chunk_bytes, job.size_bytes,
             job.passes) == (1, ("all",), "ring_allreduce", "rail", 262144, None, 4)
     assert spec.run.schemes == ("baseline", "symphony")
-    assert spec.run.seeds == (1,)
+    assert spec.run.seeds == tuple(raw["run"]["seeds"]) == (1, 2, 3)
     assert spec.run.timeout_s == float(raw["run"]["timeout_s"])
 
 

@@ -132,6 +132,18 @@ def _cmd_validate(args) -> int:
     return 0
 
 
+def _layout(spec) -> str:
+    """How a run of ``spec`` is laid out on this machine: D, and the processes that serve
+    its hosts and switches (architecture §3.4, §5.1)."""
+    from emulator.launch.launcher import default_processes
+    hosts, switches = len(spec.topology.host_names), len(fabric.switch_names(spec.topology))
+    sc = spec.scale
+    hp = min(hosts, sc.host_processes or default_processes(hosts))
+    ap = min(switches, sc.agent_processes or default_processes(switches))
+    return (f"D = {sc.dilation:g}; {hosts} hosts in {hp} process(es), {switches} switch "
+            f"agents in {ap}{', each process on one CPU' if sc.pin_cpus else ''}")
+
+
 def _seeds_text(seeds) -> str:
     seeds = list(seeds)
     if len(seeds) > 3 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
@@ -178,6 +190,7 @@ def _cmd_run(args) -> int:
     os.makedirs(out, exist_ok=True)
     print(f"symphony-emu run: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} seed(s) "
           f"-> {out}")
+    print(f"symphony-emu run: {_layout(spec)}")
     for scheme in schemes:
         for seed in seeds:
             rundir = os.path.join(out, f"{scheme}-seed{seed}")
