@@ -40,7 +40,7 @@ from dataclasses import replace
 
 from switch_agent.fidelity import PortFidelity
 from switch_agent.kernel_queues import KernelQueues
-from switch_agent.nfqueue import NfQueue, queue_stats
+from switch_agent.nfqueue import NfQueue, queue_stats, want_timestamps
 from hosts.config import ConfigError, check, to_dict
 from switch_agent.config import AgentConfig, AgentGroupConfig
 from switch_agent.control import (MAX_DATAGRAM_BYTES, SYMPHONY_KEYS, CommandError, address,
@@ -140,6 +140,7 @@ class Agent:
                              for i, f in self.fidelity.items()},
                 "nfqueue": {**queue_stats(self.cfg.queue_num,
                                           self.ns.proc_path("netfilter/nfnetlink_queue")),
+                            **(self.nfq.hold_stats() if self.nfq else {}),
                             "agent_enobufs": self.nfq.enobufs if self.nfq else 0},
                 "control_errors": self.control_errors}
 
@@ -291,6 +292,7 @@ def serve(agents: list[Agent], running) -> None:
     once for a packet's hops through all of them: a verdict forwards the packet into the
     next switch's queue within the same system call (docs/architecture.md §5.1)."""
     opened = []
+    stamps = want_timestamps()             # so the kernel stamps each packet (hold_stats)
     try:
         for a in agents:
             a.open()
@@ -323,6 +325,7 @@ def serve(agents: list[Agent], running) -> None:
     finally:
         for a in opened:
             a._shutdown(len(agents))
+        stamps.close()
 
 
 def main(argv: list[str] | None = None) -> int:

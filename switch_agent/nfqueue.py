@@ -18,6 +18,7 @@ import errno
 import os
 import socket
 import struct
+import time
 from typing import Callable
 
 NETLINK_NETFILTER = 12
@@ -31,6 +32,7 @@ NLM_F_ACK = 4
 
 NFQA_PACKET_HDR = 1
 NFQA_VERDICT_HDR = 2
+NFQA_TIMESTAMP = 4              # when the packet joined the queue (see hold_stats)
 NFQA_IFINDEX_INDEV = 5
 NFQA_IFINDEX_OUTDEV = 6
 NFQA_PAYLOAD = 10
@@ -55,6 +57,7 @@ _LEN_TYPE = struct.Struct("=IH")
 _PACKET_TYPE = (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET
 # PACKET_HDR (4 + 7 + pad), INDEV (4 + 4), OUTDEV (4 + 4): types and the raw outdev
 _FAST_PREFIX = struct.Struct("=2xH8x2xH4x2xHI")
+_TIMESTAMP = struct.Struct("!QQ")           # nfqnl_msg_packet_timestamp: sec, usec
 
 
 def _attr(kind: int, data: bytes) -> bytes:
@@ -107,6 +110,7 @@ class NfQueue:
         self._drop_prefix = self._accept_prefix[:-4] + _BE32.pack(NF_DROP)
         self.received = 0
         self.enobufs = 0
+        self.held = [0, 0.0, 0.0]      # packets timed, seconds held in all, the longest
 
     def _set_rcvbuf(self, nbytes: int) -> None:
         SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
@@ -148,6 +152,9 @@ class NfQueue:
         unpack_len_type = _LEN_TYPE.unpack_from
         unpack_prefix = _FAST_PREFIX.unpack_from
         ntohl = socket.ntohl
+        unpack_ts = _TIMESTAMP.unpack_from
+        realtime = time.time
+        held = self.held
         handled = 0
         while handled < max_packets:
             try:
@@ -170,6 +177,7 @@ class NfQueue:
                 pid = None
                 outdev = 0
                 payload = None
+                ts = None
                 # Fast path: a routed packet's message starts PACKET_HDR, INDEV, OUTDEV
                 # (nfqnl_build_packet_message's order); anything else takes the walk.
                 if end >= a + _FAST_PREFIX.size:
@@ -188,6 +196,9 @@ class NfQueue:
                         pid = view[a + 4:a + 8]
                     elif atype == NFQA_IFINDEX_OUTDEV:
                         outdev = buf[a + 4] << 24 | buf[a + 5] << 16 | buf[a + 6] << 8 | buf[a + 7]
+                    elif atype == NFQA_TIMESTAMP:
+                        sec, usec = unpack_ts(buf, a + 4)
+                        ts = sec + usec * 1e-6
                     if alen < 4:
                         break
                     a += (alen + 3) & ~3
@@ -195,6 +206,12 @@ class NfQueue:
                 if pid is None:
                     continue
                 handled += 1
+                if ts is not None:                 # how long it waited for this process
+                    h = realtime() - ts
+                    held[0] += 1
+                    held[1] += h
+                    if h > held[2]:
+                        held[2] = h
                 if payload is None:
                     new = None
                 elif clock is None:
@@ -220,6 +237,17 @@ class NfQueue:
         self.received += handled
         return handled
 
+    def hold_stats(self) -> dict:
+        """How long packets waited in the queue for the agent: from the kernel's timestamp
+        (``NFQA_TIMESTAMP``, the wall clock when the packet was queued; present once any
+        socket of the machine asks for receive timestamps, see :func:`want_timestamps`)
+        to the moment the agent handled it. Every hop of a packet waits so long for a
+        Python process; in emulated time that delay is D times shorter, and what the
+        paper's switch does in nanoseconds costs it that."""
+        n, total, worst = self.held
+        return {"held_packets": n, "held_mean_s": total / n if n else None,
+                "held_max_s": worst if n else None}
+
     def _verdict_with_payload(self, pid: bytes, payload: bytes) -> bytes:
         attrs = (_NLATTR.pack(_NLATTR.size + 8, NFQA_VERDICT_HDR) + _BE32.pack(NF_ACCEPT) + pid
                  + _attr(NFQA_PAYLOAD, payload))
@@ -234,6 +262,15 @@ class NfQueue:
             pass
         finally:
             self.sock.close()
+
+
+def want_timestamps() -> socket.socket:
+    """A socket that asks for receive timestamps (SO_TIMESTAMPNS): while one is open, the
+    kernel stamps every packet it receives (one machine-wide switch, net_enable_timestamp),
+    and NFQUEUE hands that stamp to the agent (``NFQA_TIMESTAMP``). Keep it open."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_TIMESTAMPNS", 35), 1)
+    return s
 
 
 def queue_stats(queue_num: int = 0, path: str = "/proc/net/netfilter/nfnetlink_queue") -> dict:

@@ -243,8 +243,18 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
         reasons.append(f"host processes failed: {bad_exit}")
     if meas.get("teardown_leftovers"):
         reasons.append(f"teardown had to remove {meas['teardown_leftovers']}")
+    # what the emulation adds to every hop: the wait for the agent (not judged yet: see
+    # docs/results.md, "Faster emulation"; reported beside the verdict)
+    holds = {name: (a.get("nfqueue", {}).get("held_mean_s"),
+                    a.get("nfqueue", {}).get("held_packets", 0))
+             for name, a in meas.get("agents", {}).items()}
+    timed = sum(n for _, n in holds.values() if n)
+    hold = (sum(m * n for m, n in holds.values() if m is not None and n) / timed
+            if timed else None)
     return {"faithful": not reasons and not wrong, "reasons": reasons, "errors": wrong,
             "cpu_busy": cpu, "nfqueue_drops": drops, "pacing_mean_late_s": pacing,
+            "agent_hold_mean_s": hold,
+            "agent_hold_frames": hold / frame_s if hold is not None else None,
             "cct_ratio_min": min(ratios) if ratios else None,
             "cct_ratio_max": max(ratios) if ratios else None,
             "queue_err_mean_bytes_max": queue_err[worst] if worst else None,
@@ -488,6 +498,7 @@ def print_tables(summary: dict, dilation: float) -> None:
         print(f"{'Symphony' if s == 'symphony' else s} vs baseline, median CCT: {d:+.1%}")
     print_seeds(summary)
     print_jobs(summary)
+    print_emulation_delay(summary)
     print_split(summary)
     print_verdicts(summary)
 
@@ -524,6 +535,19 @@ def print_split(summary: dict) -> None:
         print(f"Symphony's median CCT, {-y['gain_vs_baseline']:+.1%} against the baseline's, "
               f"is {y['realised_share_of_ideal']:.0%} of what ideal-priority wins on the same "
               f"paths ({-y['ideal_gain']:+.1%})")
+
+
+def print_emulation_delay(summary: dict) -> None:
+    """What the emulation adds to each switch hop -- the time a packet waits in NFQUEUE for
+    its agent -- in emulated time and in frames at the link rate (median over runs)."""
+    holds = [(r["fidelity"]["agent_hold_mean_s"], r["fidelity"]["agent_hold_frames"])
+             for r in summary["runs"] if r["fidelity"].get("agent_hold_mean_s") is not None]
+    if not holds:
+        return
+    s, f = float(np.median([h for h, _ in holds])), float(np.median([x for _, x in holds]))
+    print(f"\nemulation delay per switch hop (a packet's wait for its agent, mean over hops, "
+          f"median over {len(holds)} runs): {s * 1e3:.3f} ms, {f:.1%} of a frame at the link "
+          f"rate")
 
 
 def print_verdicts(summary: dict) -> None:
