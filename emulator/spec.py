@@ -57,6 +57,9 @@ quantities are the same at both scales. A complete spec with every key::
     nak_timeout_us = 200.0           # receiver: a further NAK for the same gap after this
     congestion_control = "dcqcn"     # dcqcn (the [dcqcn] variant) | none (line rate,
                                      # CNPs ignored: what congestion control costs)
+    congestion_flag = "cnp"          # how CE marks reach the sender: cnp (a CNP per flow
+                                     # per interval) | ack (the ACK of every marked packet
+                                     # carries BECN, sent at once: HPCC ns-3's rule)
 
     [[jobs]]                         # one table per job
     id = 1                           # job id (P_Key 0x8000 | id), 1..32766
@@ -124,7 +127,7 @@ from emulator.schemes import SCHEMES as SCHEME_REGISTRY
 from emulator.workloads import WORKLOAD_NAMES
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS
 from hosts.collectives import ALGORITHMS
-from hosts.config import ConfigError, TransportParams, finite
+from hosts.config import CONGESTION_FLAGS, ConfigError, TransportParams, finite
 from hosts.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS, Scale
 from hosts.wire import MAX_JOB
 from switch_agent.config import K_MAX, T_WIN_S, RedParams, SymphonyParams
@@ -274,6 +277,7 @@ class TransportSpec:
     rto_us: float = _num(1000.0, 0, unit=" µs", open_lo=True, time_s=US)
     nak_timeout_us: float = _num(200.0, 0, unit=" µs", open_lo=True, time_s=US)
     congestion_control: str = "dcqcn"   # dcqcn ([dcqcn] variant) | none | a hosts.cc name
+    congestion_flag: str = TransportParams.congestion_flag      # cnp | ack (HPCC's)
 
 
 @dataclass(frozen=True)
@@ -569,6 +573,8 @@ def validate(raw: dict, path: str) -> Spec:
           f"allowed: {', '.join(DCQCN_VARIANTS)}")
     _need(tr.congestion_control in CONGESTION_CONTROLS, path, "transport.congestion_control",
           tr.congestion_control, f"allowed: {', '.join(CONGESTION_CONTROLS)}")
+    _need(tr.congestion_flag in CONGESTION_FLAGS, path, "transport.congestion_flag",
+          tr.congestion_flag, f"allowed: {', '.join(CONGESTION_FLAGS)}")
     _reuse(path, "transport", tr, lambda: TransportParams(
         mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every, rto_s=scale.time_s(tr.rto_us * 1e-6),
         nak_timeout_s=scale.time_s(tr.nak_timeout_us * 1e-6)),

@@ -115,6 +115,9 @@ class Codec:
 
 # --- host processes ---------------------------------------------------------------------
 
+CONGESTION_FLAGS = ("cnp", "ack")
+
+
 @dataclass(frozen=True)
 class TransportParams(Codec):
     """The NIC's transport (docs/architecture.md §3.1), emulated. ``rto_s`` and
@@ -129,8 +132,14 @@ class TransportParams(Codec):
     sport_seed: int = 0                # salts source ports: each run seed draws new paths
     verify_icrc: bool = True
     rate_sample_s: float = 0.05        # rate/goodput samples per flow, emulated seconds
+    # how a receiver tells a sender of CE marks: "cnp", a CNP per flow per cc interval at
+    # most (RoCEv2); "ack", the ACK of every CE-marked packet carries BECN, a marked packet
+    # is acknowledged at once (HPCC ns-3's notification point, with its ACK per packet)
+    congestion_flag: str = "cnp"
 
     def __post_init__(self):
+        check(self.congestion_flag in CONGESTION_FLAGS, "congestion_flag",
+              self.congestion_flag, f"allowed: {', '.join(CONGESTION_FLAGS)}")
         check(isinstance(self.mtu_bytes, int) and 256 <= self.mtu_bytes <= 8192
               and self.mtu_bytes % 4 == 0, "mtu_bytes", self.mtu_bytes,
               "must be a multiple of 4 in 256..8192")

@@ -143,7 +143,8 @@ class Nic:
         self.completions = 0          # messages delivered + sends fully acknowledged
         self.counters = {"data_rx": 0, "ack_rx": 0, "nak_rx": 0, "cnp_rx": 0, "bad_icrc": 0,
                          "unknown_flow": 0, "cnp_tx": 0, "ack_tx": 0, "nak_tx": 0,
-                         "data_tx": 0, "send_errors": 0}
+                         "data_tx": 0, "send_errors": 0, "becn_tx": 0, "becn_rx": 0}
+        self._flag_on_ack = transport.congestion_flag == "ack"
 
     # --- the API ---------------------------------------------------------------------
     def send(self, peer_ip: str, job: int, channel: int, step: int, data,
@@ -366,13 +367,21 @@ class Nic:
                          GbnReceiver(self.tp.ack_every, self.tp.nak_timeout_s), now,
                          t_sample_s=now)
             self.receivers[key] = f
-        if tos & 3 == wire.ECN_CE:
+        marked = tos & 3 == wire.ECN_CE
+        if marked:
             f.ce += 1
-            if self.np.on_ce(key, now):
+            if not self._flag_on_ack and self.np.on_ce(key, now):
                 self._send(wire.build_cnp(pkey, dqpn), src)
                 f.cnps += 1
                 self.counters["cnp_tx"] += 1
         deliver, resp = f.gbn.on_data(psn, last, now)
+        if marked and self._flag_on_ack:
+            # HPCC's notification point: this packet's ACK carries the flag, now
+            if resp is None and f.gbn.expected:
+                resp = (ACK, f.gbn.expected - 1)
+            if resp is not None:
+                self._send_ack(src, pkey, dqpn, resp, becn=True)
+                resp = None
         if deliver:
             pad = (flags >> 4) & 3
             f.message += data[wire.BTH_BYTES:n - wire.ICRC_BYTES - pad]
@@ -395,10 +404,12 @@ class Nic:
             if self.on_message is not None:
                 self.on_message(f, message)
 
-    def _send_ack(self, dst: str, pkey: int, dqpn: int, resp) -> None:
+    def _send_ack(self, dst: str, pkey: int, dqpn: int, resp, becn: bool = False) -> None:
         kind, psn = resp
-        self._send(wire.build_ack(pkey, dqpn, psn, nak=kind != ACK), dst)
+        self._send(wire.build_ack(pkey, dqpn, psn, nak=kind != ACK, becn=becn), dst)
         self.counters["ack_tx" if kind == ACK else "nak_tx"] += 1
+        if becn:
+            self.counters["becn_tx"] += 1
 
     def _send(self, body: bytes, dst: str) -> None:
         """An ACK, NAK or CNP from port 4791 to ``dst``."""
@@ -418,6 +429,10 @@ class Nic:
         bth = wire.parse_bth(data)
         syndrome, _ = wire.parse_aeth(data)
         f = self.senders.get((src, bth.pkey, bth.dqpn))
+        if bth.becn:                       # the ``ack`` notification point: a CE mark
+            self.counters["becn_rx"] += 1
+            if f is not None:
+                f.cc.on_cnp(now)
         if syndrome >> 5 == 0b11:
             self.counters["nak_rx"] += 1
             if f is not None:

@@ -172,10 +172,13 @@ def build_data(job: int, channel: int, step: int, psn: int, opcode: int,
                       padcount=pad, ackreq=ackreq) + payload + b"\0" * pad)
 
 
-def build_ack(pkey: int, dqpn: int, psn: int, *, nak: bool = False, msn: int = 0) -> bytes:
-    """ACK (or NAK PSN-sequence-error) of ``psn``: BTH + AETH, without the ICRC."""
+def build_ack(pkey: int, dqpn: int, psn: int, *, nak: bool = False, msn: int = 0,
+              becn: bool = False) -> bytes:
+    """ACK (or NAK PSN-sequence-error) of ``psn``: BTH + AETH, without the ICRC. ``becn``:
+    the acknowledged data was CE-marked (the ``ack`` notification point)."""
     syndrome = AETH_NAK_PSN_SEQ_ERR if nak else AETH_ACK
-    return build_bth(OP_ACKNOWLEDGE, pkey, dqpn, psn) + AETH.pack(syndrome << 24 | (msn & PSN_MASK))
+    return build_bth(OP_ACKNOWLEDGE, pkey, dqpn, psn, becn=becn) \
+        + AETH.pack(syndrome << 24 | (msn & PSN_MASK))
 
 
 def build_cnp(pkey: int, dqpn: int) -> bytes:

@@ -154,3 +154,58 @@ def test_a_ce_marked_packet_is_seen_and_answered_with_one_cnp():
         rx.close()
     assert f.ce == 1 and f.cnps == 1 and rx.counters["cnp_tx"] == 1
     assert wire.parse_bth(reply).opcode == wire.OP_CNP
+
+
+def test_with_the_ack_flag_a_ce_mark_is_answered_by_a_becn_ack_at_once_not_a_cnp():
+    """``congestion_flag = "ack"`` (HPCC ns-3's notification point): the CE-marked first
+    packet of a long message is acknowledged at once, though ``ack_every`` would wait for
+    8, and the ACK carries BECN; no CNP is sent. Unmarked packets keep ack_every."""
+    import socket
+    from dataclasses import replace
+    rx = Nic(B, RATE, CC, replace(TRANSPORT, congestion_flag="ack"))
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    back = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        back.bind((A, wire.ROCE_UDP_PORT))         # where the sender's NIC would listen
+        back.settimeout(2.0)
+        s.bind((A, 50124))
+        for psn, tos in ((0, wire.ECN_CE), (1, wire.ECN_ECT0), (2, wire.ECN_CE)):
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+            op = wire.OP_SEND_FIRST if psn == 0 else wire.OP_SEND_MIDDLE
+            s.sendto(wire.with_icrc(A, B, 50124, wire.build_data(1, 0, 4, psn, op, bytes(4096))),
+                     (B, wire.ROCE_UDP_PORT))
+            rx.poll(0.0)
+        replies = [wire.parse_bth(back.recv(100)) for _ in range(2)]
+        back.settimeout(0.2)
+        with pytest.raises(socket.timeout):
+            back.recv(100)                         # nothing for the unmarked packet 1
+    finally:
+        s.close()
+        back.close()
+        rx.close()
+    assert [(r.opcode, r.psn, r.becn) for r in replies] == \
+        [(wire.OP_ACKNOWLEDGE, 0, True), (wire.OP_ACKNOWLEDGE, 2, True)]
+    assert rx.counters["cnp_tx"] == 0 and rx.counters["becn_tx"] == 2
+
+
+def test_a_becn_ack_reaches_the_senders_congestion_control_as_a_cnp_would():
+    import socket
+    dcqcn = CcConfig.default("dcqcn_mlx", 10e9, SCALE)
+    tx = Nic(A, RATE, dcqcn, TRANSPORT)
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        rx.bind((B, wire.ROCE_UDP_PORT))
+        rx.settimeout(2.0)
+        flow = tx.send(B, 1, 0, 4, bytes(40 * 4096))
+        tx.poll(0.0)
+        data, (_, sport) = rx.recvfrom(9000)
+        bth = wire.parse_bth(data)
+        ack = wire.build_ack(bth.pkey, bth.dqpn, bth.psn, becn=True)
+        rx.sendto(wire.with_icrc(B, A, wire.ROCE_UDP_PORT, ack), (A, wire.ROCE_UDP_PORT))
+        rate0 = flow.cc.rate_bps
+        tx.poll(0.05)
+    finally:
+        rx.close()
+        tx.close()
+    assert flow.cc.cnps == 1 and tx.counters["becn_rx"] == 1 and tx.counters["cnp_rx"] == 0
+    assert flow.cc.rate_bps < rate0                # mlx's first CNP cuts at once

@@ -241,6 +241,8 @@ BAD = [
     ("kmin-above-kmax", [("switch.kmin_bytes", 200000)], (),
      ["switch.kmin_bytes = 200000", "kmin_bytes < kmax_bytes (100000)"]),
     ("pmax-above-1", [("switch.pmax", 1.5)], (), ["switch.pmax = 1.5", "must be in [0, 1]"]),
+    ("congestion-flag-unknown", [("transport.congestion_flag", "becn")], (),
+     ["transport.congestion_flag = 'becn'", "allowed: cnp, ack"]),
     ("k-negative", [("symphony.k", -0.001)], (), ["symphony.k = -0.001", "must be >= 0"]),
     ("tau-above-1", [("symphony.tau", 1.25)], (), ["symphony.tau = 1.25", "must be in [0, 1]"]),
     ("t-win-0", [("symphony.t_win_us", 0)], (), ["symphony.t_win_us = 0.0", "must be > 0"]),

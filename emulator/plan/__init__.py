@@ -155,7 +155,7 @@ def transport_params(spec: Spec, sc: Scale, seed: int = 0) -> TransportParams:
     return TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
                            per_step_sport=tr.per_step_sport, rto_s=sc.time_s(tr.rto_us * 1e-6),
                            nak_timeout_s=sc.time_s(tr.nak_timeout_us * 1e-6),
-                           sport_seed=seed)
+                           sport_seed=seed, congestion_flag=tr.congestion_flag)
 
 
 def _host(spec: Spec, sc: Scale, rate: float, name: str, seed: int, **what) -> HostConfig:
