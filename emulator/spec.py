@@ -48,6 +48,11 @@ quantities are the same at both scales. A complete spec with every key::
 
     [dcqcn]
     variant = "paper"                # paper | mlx
+    min_rate_gbps = 0.1              # Rmin, real scale (HPCC ns-3's run.py: 1.0)
+    clamp_target_rate = true         # mlx: false keeps Rt on a cut with no RP-timer stage
+                                     # since the last (HPCC ns-3, CheckRateDecreaseMlx)
+    first_cut_at_once = true         # mlx: false arms the checks on the first CNP and cuts
+                                     # at the first one (HPCC ns-3, cnp_received_mlx)
 
     [transport]
     mtu_bytes = 4096
@@ -266,6 +271,9 @@ class SymphonySpec:                  # defaults: the agent's own (switch_agent.c
 @dataclass(frozen=True)
 class DcqcnSpec:
     variant: str = "paper"
+    min_rate_gbps: float = _num(0.1, 1e-4, 1e4, " Gb/s")     # Rmin (HPCC's run.py: 1)
+    clamp_target_rate: bool = True        # mlx: false = HPCC's rule (hosts.cc.dcqcn)
+    first_cut_at_once: bool = True        # mlx: false = HPCC's rule (hosts.cc.dcqcn)
 
 
 @dataclass(frozen=True)
@@ -573,6 +581,8 @@ def validate(raw: dict, path: str) -> Spec:
           f"allowed: {', '.join(DCQCN_VARIANTS)}")
     _need(tr.congestion_control in CONGESTION_CONTROLS, path, "transport.congestion_control",
           tr.congestion_control, f"allowed: {', '.join(CONGESTION_CONTROLS)}")
+    _need(dc.min_rate_gbps <= topo.link_rate_gbps, path, "dcqcn.min_rate_gbps",
+          dc.min_rate_gbps, f"must be at most the link rate ({topo.link_rate_gbps:g} Gb/s)")
     _need(tr.congestion_flag in CONGESTION_FLAGS, path, "transport.congestion_flag",
           tr.congestion_flag, f"allowed: {', '.join(CONGESTION_FLAGS)}")
     _reuse(path, "transport", tr, lambda: TransportParams(

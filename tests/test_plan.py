@@ -156,3 +156,21 @@ def test_each_seed_salts_the_source_ports_so_it_draws_new_ecmp_paths():
              for t in (t1, t2)]
     assert sum(a != b for a, b in zip(*ports)) >= 22
     assert flow_sport(1, 0, 3, "10.0.0.2") == flow_sport(1, 0, 3, "10.0.0.2", True, 0)
+
+
+def test_hpcc_rules_and_rmin_reach_every_host_rmin_dilated():
+    """[dcqcn] min_rate_gbps (real scale), clamp_target_rate and first_cut_at_once reach
+    every host's DCQCN, Rmin divided by D like every rate; the defaults change nothing."""
+    from hosts.cc import CcConfig
+    from hosts.scale import Scale
+    plain = compile(load(TABLE1, AT_2000), "baseline", 1)
+    assert plain.hosts["h0"].cc == CcConfig.default("dcqcn_paper", 10e9, Scale(2000))
+    plan = compile(load(TABLE1, AT_2000 + ["dcqcn.variant=mlx", "dcqcn.min_rate_gbps=1.0",
+                                           "dcqcn.clamp_target_rate=false",
+                                           "dcqcn.first_cut_at_once=false",
+                                           "transport.congestion_flag=ack"]), "baseline", 1)
+    for h in plan.hosts.values():
+        p = h.cc.params
+        assert h.cc.name == "dcqcn_mlx" and p.min_rate_bps == pytest.approx(1e9 / 2000)
+        assert not p.clamp_target_rate and not p.first_cut_at_once
+        assert h.transport.congestion_flag == "ack"

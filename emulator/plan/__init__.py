@@ -15,14 +15,14 @@ scale module (``hosts.scale``); the plan holds emulated values only (docs/archit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from emulator import perturbations as pt
 from emulator.plan.layout import JobLayout, layout as job_layout
 from emulator.plan.messages import Message, host_configs
 from emulator.schemes import Scheme, scheme as scheme_named
 from emulator.spec import Spec
-from hosts.cc import CcConfig
+from hosts.cc import CcConfig, algorithm
 from hosts.config import HostConfig, RankConfig
 from hosts.nic import TransportParams
 from hosts.scale import Scale
@@ -142,10 +142,14 @@ def host_ip(spec: Spec, host: str) -> str:
 
 
 def cc_config(spec: Spec, sc: Scale) -> CcConfig:
-    tr = spec.transport
-    name = f"dcqcn_{spec.dcqcn.variant}" if tr.congestion_control == "dcqcn" \
-        else tr.congestion_control
-    return CcConfig.default(name, spec.topology.link_rate_gbps * 1e9, sc)
+    tr, dc = spec.transport, spec.dcqcn
+    if tr.congestion_control != "dcqcn":
+        return CcConfig.default(tr.congestion_control, spec.topology.link_rate_gbps * 1e9, sc)
+    name = f"dcqcn_{dc.variant}"
+    real = algorithm(name).defaults(spec.topology.link_rate_gbps * 1e9)
+    real = replace(real, min_rate_bps=dc.min_rate_gbps * 1e9,
+                   clamp_target_rate=dc.clamp_target_rate, first_cut_at_once=dc.first_cut_at_once)
+    return CcConfig(name, real.scaled(sc))
 
 
 def transport_params(spec: Spec, sc: Scale, seed: int = 0) -> TransportParams:
