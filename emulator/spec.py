@@ -127,7 +127,7 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 
-from emulator import jobstream, specfile
+from emulator import jobstream, profiles, specfile
 from emulator.schemes import SCHEMES as SCHEME_REGISTRY
 from emulator.workloads import WORKLOAD_NAMES
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS
@@ -376,6 +376,7 @@ class Spec:
     name: str
     path: str
     description: str = ""
+    profile: str | None = None          # a transport profile applied (emulator.profiles)
     scale: ScaleSpec = field(default_factory=ScaleSpec)
     topology: TopologySpec = field(default_factory=TopologySpec)
     switch: SwitchSpec = field(default_factory=SwitchSpec)
@@ -392,8 +393,8 @@ class Spec:
 SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
             "symphony": SymphonySpec, "dcqcn": DcqcnSpec, "transport": TransportSpec,
             "run": RunSpec}
-TOP_KEYS = ("name", "description", "jobs", "job_stream", "messages", "perturbations",
-            "variants") + tuple(SECTIONS)
+TOP_KEYS = ("name", "description", "profile", "jobs", "job_stream", "messages",
+            "perturbations", "variants") + tuple(SECTIONS)
 
 
 # --- loading -----------------------------------------------------------------------
@@ -410,6 +411,8 @@ def load(path: str, overrides: list[str] = ()) -> Spec:
         raw = specfile.parse(specfile.read_text(path))
     except specfile.UnreadableSpec as e:
         raise SpecError(f"{path}: {e}") from None
+    if "profile" in raw:                       # the file's own profile, before any --set
+        _apply_profile(raw, raw["profile"], path)
     for item in overrides:
         apply_override(raw, item, path)
     spec = validate(raw, path)
@@ -425,12 +428,25 @@ def load(path: str, overrides: list[str] = ()) -> Spec:
     return spec
 
 
+def _apply_profile(raw: dict, name, path: str) -> None:
+    """A transport profile's settings (``emulator.profiles``), as --set items, here."""
+    _need(isinstance(name, str) and name in profiles.PROFILES, path, "profile", name,
+          f"allowed: {', '.join(profiles.PROFILES)}")
+    raw["profile"] = name
+    for item in profiles.overrides(name):
+        apply_override(raw, item, path)
+
+
 def apply_override(raw: dict, item: str, path: str = "--set") -> None:
-    """``symphony.k=0.001``, ``jobs.0.passes=2``, ``run.schemes=["symphony"]``."""
+    """``symphony.k=0.001``, ``jobs.0.passes=2``, ``run.schemes=["symphony"]``;
+    ``profile=hpcc`` applies that profile's settings here (``emulator.profiles``)."""
     if "=" not in item:
         raise SpecError(f"--set {item!r}: expected key=value, e.g. symphony.k=0.001")
     key, text = item.split("=", 1)
     value = parse_value(text, f"--set {key.strip()}")
+    if key.strip() == "profile":
+        _apply_profile(raw, value, path)
+        return
     parts = key.strip().split(".")
     node = raw
     for i, p in enumerate(parts[:-1]):
@@ -677,6 +693,7 @@ def validate(raw: dict, path: str) -> Spec:
         _section(PerturbationSpec, p, f"perturbations[{i}]", path, sc.dilation),
         p, f"perturbations[{i}]", path, topo, jobs) for i, p in enumerate(perts_raw))
     return Spec(name=name, path=path, description=raw.get("description", ""),
+                profile=raw.get("profile"),
                 jobs=tuple(jobs), messages=messages, perturbations=perts, run=run, raw=raw,
                 **sections)
 

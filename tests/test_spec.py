@@ -175,7 +175,7 @@ def test_two_jobs_after_the_same_job_still_clash_with_each_other(tmp_path):
 BAD = [
     # unknown keys, wrong shapes
     ("unknown-top-level-key", [("colour", "red")], (),
-     ["unknown key 'colour'", "allowed: name, description, jobs", "topology"]),
+     ["unknown key 'colour'", "allowed: name, description, profile, jobs", "topology"]),
     ("unknown-section-key", [("topology.lanes", 4)], (),
      ["unknown key topology.lanes", "allowed:", "hosts_per_leaf", "routing"]),
     ("unknown-job-key", [("jobs.0.size", 4096)], (),
@@ -241,6 +241,7 @@ BAD = [
     ("kmin-above-kmax", [("switch.kmin_bytes", 200000)], (),
      ["switch.kmin_bytes = 200000", "kmin_bytes < kmax_bytes (100000)"]),
     ("pmax-above-1", [("switch.pmax", 1.5)], (), ["switch.pmax = 1.5", "must be in [0, 1]"]),
+    ("profile-unknown", [("profile", "hpcx")], (), ["profile = 'hpcx'", "allowed: hpcc"]),
     ("congestion-flag-unknown", [("transport.congestion_flag", "becn")], (),
      ["transport.congestion_flag = 'becn'", "allowed: cnp, ack"]),
     ("k-negative", [("symphony.k", -0.001)], (), ["symphony.k = -0.001", "must be >= 0"]),

@@ -1,0 +1,52 @@
+"""Transport profiles (emulator/profiles.py): ``profile = "hpcc"`` sets each of HPCC ns-3's
+settings as an ordinary key, at the point where it is given, so later ``--set`` items
+override any one of them and every item can be ablated alone."""
+
+import os
+
+import pytest
+
+from emulator import plan as planning, profiles
+from emulator.spec import SpecError, load
+
+RUNS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runs")
+FIG5 = os.path.join(RUNS, "fig5.toml")
+
+
+def test_hpcc_sets_every_item_and_each_reaches_the_hosts_and_switches():
+    spec = load(FIG5, ["profile=hpcc"])
+    assert spec.profile == "hpcc"
+    plan = planning.compile(spec, "symphony", 1)
+    h = plan.hosts["h0"]
+    p = h.cc.params
+    assert h.cc.name == "dcqcn_mlx"
+    assert (p.clamp_target_rate, p.first_cut_at_once) == (False, False)
+    assert p.min_rate_bps == pytest.approx(1e9 / spec.scale.dilation)
+    assert (h.transport.congestion_flag, h.transport.ack_every) == ("ack", 1)
+    red = plan.agents["leaf0"].red
+    assert (red.kmin_bytes, red.kmax_bytes) == (40000, 160000)
+    # every item is one of the profile's rows, each with where HPCC has it
+    assert len(profiles.overrides("hpcc")) == len(profiles.HPCC) == 8
+    assert all(where for _, _, where in profiles.HPCC)
+
+
+def test_a_later_set_overrides_one_item_and_leaves_the_rest():
+    spec = load(FIG5, ["profile=hpcc", "transport.congestion_flag=cnp"])
+    assert spec.transport.congestion_flag == "cnp" and spec.transport.ack_every == 1
+    assert spec.dcqcn.variant == "mlx"
+
+
+def test_a_profile_in_the_file_overrides_the_files_own_keys(tmp_path):
+    text = open(FIG5).read().replace('name = "fig5"', 'name = "fig5"\nprofile = "hpcc"')
+    path = tmp_path / "fig5.toml"
+    path.write_text(text)
+    spec = load(str(path))
+    assert spec.profile == "hpcc" and spec.dcqcn.variant == "mlx"     # the file says paper
+    assert load(str(path), ["dcqcn.variant=paper"]).dcqcn.variant == "paper"
+
+
+def test_without_a_profile_nothing_changes():
+    assert load(FIG5).profile is None
+    assert load(FIG5).transport.congestion_flag == "cnp"
+    with pytest.raises(SpecError, match="profile = 'fast': allowed: hpcc"):
+        load(FIG5, ["profile=fast"])
