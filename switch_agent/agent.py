@@ -1,15 +1,22 @@
-"""The switch agent process: one per switch namespace, on NFQUEUE (docs/architecture.md §5).
+"""The switch agent process: an agent per switch, one process serving one or several
+switches, on NFQUEUE (docs/architecture.md §5).
 
-    python -m switch_agent --config s1.json
+    python -m switch_agent --config leaf0.agents.json
 
-The thin shell around :class:`switch_agent.pipeline.SwitchPipeline`: it binds the
-namespace's NFQUEUE queue, hands every forwarded packet to the pipeline with the
-egress port and the time, sends the verdicts, samples the port queues, answers the
-control socket and writes telemetry. SIGTERM/SIGINT end it cleanly with a ``final``
-telemetry record.
+The thin shell around :class:`switch_agent.pipeline.SwitchPipeline`: for each of its
+switches (:class:`Agent`) it binds that namespace's NFQUEUE queue, hands every
+forwarded packet to the switch's pipeline with the egress port and the time, sends the
+verdicts, samples the port queues, answers the switch's control socket and writes its
+telemetry; one loop (:func:`serve`) polls them all. SIGTERM/SIGINT end it cleanly with a
+``final`` telemetry record per switch.
 
-The configuration file: a ``switch_agent.config.AgentConfig`` as JSON, compiled by the
-run plan and completed (ports, paths) by ``topologies.fabric`` when the switch starts::
+The configuration file: a ``switch_agent.config.AgentGroupConfig`` (each switch's
+``AgentConfig`` file and a process in its namespace), written by ``topologies.fabric``;
+each ``AgentConfig`` is compiled by the run plan and completed (ports, paths) by the
+fabric when the switch starts::
+
+    {"members": [{"config": "run/leaf0.agent.json", "netns_pid": 0},
+                 {"config": "run/spine0.agent.json", "netns_pid": 4242}], "cpu": 0}
 
     {"switch": "s1", "scheme": "symphony", "seed": 1, "queue_num": 0,
      "ports": {"s1-eth1": {"rate_bps": 1e7, "buffer_bytes": 262144, "burst_bytes": 9100}},
@@ -83,7 +90,6 @@ class Agent:
         self.fidelity = {ifindex: PortFidelity(cfg.ports[p.name].rate_bps)
                          for ifindex, p in ports.items()}
         self.kernel: KernelQueues | None = None
-        self.running = True
         self.nfq: NfQueue | None = None
         self.ctl: socket.socket | None = None
         self.control_errors = 0          # commands that hit a bug (see control())
@@ -255,11 +261,6 @@ class Agent:
             self.next_flush = now + FLUSH_S
         return min(self.next_sample, self.next_kernel, self.next_flush)
 
-    def run(self) -> int:
-        """This agent alone (see :func:`serve`)."""
-        serve([self], lambda: self.running)
-        return 0
-
     def _shutdown(self, group_size: int = 1) -> None:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         cpu = usage.ru_utime + usage.ru_stime
@@ -279,9 +280,6 @@ class Agent:
             [job, channel, step, socket.inet_ntoa(ips[:4]), socket.inet_ntoa(ips[4:]), port]
             for (job, channel, step, ips), port in self.pipeline.flow_ports.items()]})
         self.telemetry.close()
-
-    def stop(self, *_):
-        self.running = False
 
 
 def serve(agents: list[Agent], running) -> None:
