@@ -28,7 +28,9 @@ MIN_RATE_BPS, MAX_RATE_BPS = 1e3, 1e12
 class RedParams(Codec):
     """RED/ECN thresholds of the congestion point (docs/architecture.md §5.2)."""
     enabled: bool = True
-    kmin_bytes: float = 50_000         # the paper's thresholds (§4.1, HPCC's RED)
+    kmin_bytes: float = 50_000         # the paper's text (§4.1); HPCC ns-3's run.py scales
+    #                                    them with the port rate: 40/160 KB at 10 Gb/s
+    #                                    (emulator/profiles.py, profile "hpcc")
     kmax_bytes: float = 100_000
     pmax: float = 0.2
 
