@@ -243,8 +243,20 @@ class MemberConfig(Codec):
     netns_pid: int = 0                # a process in its network namespace; 0: the process's own
 
     def __post_init__(self):
-        check(isinstance(self.netns_pid, int) and self.netns_pid >= 0, "netns_pid",
-              self.netns_pid, "must be a process id, or 0 for the process's own namespace")
+        check_netns_pid(self.netns_pid)
+
+
+def check_netns_pid(pid) -> None:
+    """A process group member's namespace: a process id, or 0 for the process's own."""
+    check(isinstance(pid, int) and pid >= 0, "netns_pid", pid,
+          "must be a process id, or 0 for the process's own namespace")
+
+
+def check_group(members, cpu, what: str) -> None:
+    """A process group (hosts or switches): at least one member, a CPU number or None."""
+    check(len(members) > 0, "members", len(members), f"at least one {what}")
+    check(cpu is None or isinstance(cpu, int) and cpu >= 0, "cpu", cpu,
+          "must be a CPU number, or null")
 
 
 @dataclass(frozen=True)
@@ -255,6 +267,4 @@ class GroupConfig(Codec):
     cpu: int | None = None            # run on this CPU only (hosts.sched); None: anywhere
 
     def __post_init__(self):
-        check(len(self.members) > 0, "members", len(self.members), "at least one host")
-        check(self.cpu is None or isinstance(self.cpu, int) and self.cpu >= 0, "cpu", self.cpu,
-              "must be a CPU number, or null")
+        check_group(self.members, self.cpu, "host")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hosts.config import Codec, check, finite
+from hosts.config import Codec, check, check_group, check_netns_pid, finite
 from hosts.scale import DEFAULT as DEFAULT_SCALE, Scale
 from switch_agent.schemes import SCHEMES
 
@@ -115,8 +115,7 @@ class AgentMember(Codec):
     netns_pid: int = 0                 # a process in its network namespace; 0: the process's own
 
     def __post_init__(self):
-        check(isinstance(self.netns_pid, int) and self.netns_pid >= 0, "netns_pid",
-              self.netns_pid, "must be a process id, or 0 for the process's own namespace")
+        check_netns_pid(self.netns_pid)
 
 
 @dataclass(frozen=True)
@@ -127,9 +126,7 @@ class AgentGroupConfig(Codec):
     cpu: int | None = None             # run on this CPU only (hosts.sched); None: anywhere
 
     def __post_init__(self):
-        check(len(self.members) > 0, "members", len(self.members), "at least one switch")
-        check(self.cpu is None or isinstance(self.cpu, int) and self.cpu >= 0, "cpu", self.cpu,
-              "must be a CPU number, or null")
+        check_group(self.members, self.cpu, "switch")
 
 
 def default_agent(switch: str, scale: Scale = DEFAULT_SCALE) -> AgentConfig:
