@@ -73,7 +73,10 @@ quantities are the same at both scales. A complete spec with every key::
                                      # | ring2d_allreduce | halving_doubling_allreduce
                                      # (power-of-two ranks per ring); hosts.collectives
     rings = "rail"                   # rail: ring r = host r of every leaf (Fig 1a);
-                                     # single: one ring over `hosts` in order
+                                     # single: one ring over `hosts` in order;
+                                     # blocks: each ring ring_size/leaves consecutive
+                                     # hosts of every leaf, in leaf order (emulator.rings)
+    ring_size = 8                    # blocks only: ranks per ring
     grid = [4, 4]                    # ring2d_allreduce: [rows, columns], hosts row by row
     chunk_bytes = 262144             # bytes per step flow (or size_bytes: bytes per rank)
     passes = 4                       # back-to-back collectives
@@ -127,7 +130,7 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 
-from emulator import jobstream, profiles, specfile
+from emulator import jobstream, profiles, rings as ring_layouts, specfile
 from emulator.schemes import SCHEMES as SCHEME_REGISTRY
 from emulator.workloads import WORKLOAD_NAMES
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS
@@ -146,7 +149,6 @@ TOPOLOGY_KINDS = ("leafspine", "dumbbell")
 ROUTINGS = ("ecmp", "static")
 ALGORITHM_NAMES = tuple(ALGORITHMS)
 GRID_ALGORITHMS = tuple(n for n, c in ALGORITHMS.items() if c.needs_grid)
-RING_LAYOUTS = ("rail", "single")
 DCQCN_VARIANTS = ("paper", "mlx")
 CONGESTION_CONTROLS = ("dcqcn",) + tuple(n for n in CC_ALGORITHMS if not n.startswith("dcqcn"))
 
@@ -294,6 +296,7 @@ class JobSpec:
     hosts: tuple = ("all",)
     algorithm: str = "ring_allreduce"
     rings: str = "rail"
+    ring_size: int | None = None
     grid: tuple | None = None
     chunk_bytes: int | None = None
     size_bytes: int | None = None
@@ -789,10 +792,12 @@ def _validate_job(job: JobSpec, where: str, path: str, topo: TopologySpec,
     _need(len(hosts) >= 2, path, f"{where}.hosts", list(job.hosts), "a job needs >= 2 hosts")
     _need(job.algorithm in ALGORITHM_NAMES, path, f"{where}.algorithm", job.algorithm,
           f"allowed: {', '.join(ALGORITHM_NAMES)}")
-    _need(job.rings in RING_LAYOUTS, path, f"{where}.rings", job.rings,
-          f"allowed: {', '.join(RING_LAYOUTS)}")
+    _need(job.rings in ring_layouts.LAYOUTS, path, f"{where}.rings", job.rings,
+          f"allowed: {', '.join(ring_layouts.LAYOUTS)}")
     coll = ALGORITHMS[job.algorithm]
     if coll.needs_grid:
+        _need(job.ring_size is None, path, f"{where}.ring_size", job.ring_size,
+              "not for a grid algorithm (its rings are the grid's rows and columns)")
         g = job.grid
         err = coll.check(g if isinstance(g, tuple) and len(g) == 2
                          and all(isinstance(x, int) and not isinstance(x, bool) for x in g)
@@ -803,17 +808,12 @@ def _validate_job(job: JobSpec, where: str, path: str, topo: TopologySpec,
     else:
         _need(job.grid is None, path, f"{where}.grid", job.grid,
               f"only for {', '.join(GRID_ALGORITHMS)}")
-        group_size = len(hosts)
-        if job.rings == "rail":
-            per_leaf = topo.per_leaf
-            rails = {}
-            for h in hosts:
-                rails.setdefault(int(h[1:]) % per_leaf, []).append(h)
-            sizes = {len(v) for v in rails.values()}
-            _need(len(sizes) == 1 and min(sizes) >= 2, path, f"{where}.rings", job.rings,
-                  "rail rings need the same number (>= 2) of the job's hosts on every rail "
-                  "(host r of each leaf); use rings = \"single\" otherwise")
-            group_size = min(sizes)
+        try:
+            group_size = len(ring_layouts.rings(sorted(hosts, key=lambda h: int(h[1:])),
+                                                topo.per_leaf, job.rings, job.ring_size)[0])
+        except ValueError as e:
+            key = "ring_size" if job.ring_size is not None or job.rings == "blocks" else "rings"
+            raise SpecError(f"{path}: {where}.{key} = {_show(getattr(job, key))}: {e}") from None
         err = coll.check(group_size)
         _need(err is None, path, f"{where}.algorithm", job.algorithm, err)
     if job.workload is not None:

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from emulator import workloads
+from emulator import rings as ring_layouts, workloads
 from hosts import wire
 from hosts.collectives import collective, grid_of
 
@@ -59,14 +59,8 @@ def layout(job: JobSpec, topo: TopologySpec, time_s) -> JobLayout:
     grid = None
     if algo.needs_grid:
         grid = rings = grid_of(*job.grid)
-    elif job.rings == "rail":
-        per_leaf = topo.per_leaf
-        rails: dict[int, list[int]] = {}
-        for rank, h in enumerate(hosts):
-            rails.setdefault(int(h[1:]) % per_leaf, []).append(rank)
-        rings = tuple(tuple(v) for _, v in sorted(rails.items()))
     else:
-        rings = (tuple(range(n)),)
+        rings = ring_layouts.rings(hosts, topo.per_leaf, job.rings, job.ring_size)
     group = algo.group_of(rings, grid, 0)
     x, ring_size = algo.n_chunks(group), len(algo.members(group))
     nbytes = job.chunk_bytes * x if job.chunk_bytes is not None else job.size_bytes
