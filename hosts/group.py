@@ -141,8 +141,8 @@ def serve(members: list[Member], t0: float, clock=time.monotonic) -> bool:
         wait = wake - clock()
         for fd in readable(wait if wait > 0 else 0):
             m = by_fd[fd]
-            m.host.nic.receive()
-            m.due = -math.inf              # what arrived may have made something due
+            if m.host.nic.receive():       # what arrived may have made something due
+                m.due = -math.inf
     return ok
 
 

@@ -310,23 +310,32 @@ class Nic:
             now = self.clock()
 
     # --- receiving -----------------------------------------------------------------
-    def receive(self) -> None:
-        """Handle every datagram waiting on the host's socket (read into one reused buffer)."""
+    def receive(self) -> bool:
+        """Handle every datagram waiting on the host's socket (read into one reused buffer).
+        True if what arrived may bring the NIC's or its user's next action forward: an ACK
+        or NAK (a window opens, a go-back, a send completes) or a delivered message. A
+        data packet inside a message is answered here and changes nothing else (a CNP
+        changes the rate of departures not yet scheduled), so a loop over many hosts
+        need not give the host a turn for it (``hosts.group``)."""
         recvmsg_into, bufs, view = self.sock.recvmsg_into, [self._rbuf], self._rview
+        data_ops, clock = wire.DATA_OPCODES, self.clock
+        done = self.completions
+        acked = False
         while True:
             try:
                 n, anc, _, addr = recvmsg_into(bufs, self._cmsg)
             except BlockingIOError:
-                return
-            now = self.clock()
+                return acked or self.completions != done
+            now = clock()
             if n < wire.BTH_BYTES + wire.ICRC_BYTES:
                 continue
             data = view[:n]
             op = data[0]
-            if op in wire.DATA_OPCODES:
+            if op in data_ops:
                 tos = anc[0][2][0] if anc else 0
                 self._on_data(data, addr[0], addr[1], tos, now)
             elif op == wire.OP_ACKNOWLEDGE:
+                acked = True
                 self._on_ack(data, addr[0], now)
             elif op == wire.OP_CNP:
                 bth = wire.parse_bth(data)

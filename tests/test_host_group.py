@@ -25,7 +25,9 @@ NBYTES = 200_000                        # 49 packets: 0.16 s at 10 Mb/s
 
 
 def _ip(i: int) -> str:
-    return f"{_NET}.{(os.getpid() & 31) * 8 + i + 1}"
+    """Host i's address (i < 8): a last octet in 1..248, from this process's id."""
+    assert 0 <= i < 8
+    return f"{_NET}.{(os.getpid() % 31) * 8 + i + 1}"
 
 
 def _members(tmp_path, n_pairs: int) -> list[MemberConfig]:

@@ -21,7 +21,7 @@ RATE = CC.params.line_rate_bps
 TRANSPORT = TransportParams(rto_s=0.2, nak_timeout_s=0.05)
 # loopback addresses of this process's own (any 127/8 address binds without root)
 _NET = f"127.{90 + (os.getpid() >> 16 & 7)}.{os.getpid() >> 8 & 255}"
-A, B = f"{_NET}.{(os.getpid() & 127) * 2 + 1}", f"{_NET}.{(os.getpid() & 127) * 2 + 2}"
+A, B = f"{_NET}.{(os.getpid() % 127) * 2 + 1}", f"{_NET}.{(os.getpid() % 127) * 2 + 2}"
 
 
 @pytest.mark.parametrize("nbytes", [1, 3, 4094, 4096])

@@ -32,6 +32,7 @@ scale when a controller gets them (``DcqcnParams.scaled``).
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from dataclasses import dataclass, replace
 
@@ -98,21 +99,42 @@ class _Dcqcn(CongestionControl):
         self.t_count = 0                           # increase events from the timer
         self._t_alpha = now_s + params.alpha_timer_s
         self._t_increase = None                    # armed by the first cut
+        self._t_next = -math.inf                   # the soonest deadline (-inf: unknown)
 
     def on_cnp(self, now_s: float) -> None:
         self.advance(now_s)                        # due timers act before the CNP
         self.cnps += 1
         self._on_cnp(now_s)
+        self._t_next = min(self._deadlines())[0]   # a CNP re-arms timers
 
     def on_sent(self, nbytes: int, now_s: float) -> None:
         self.advance(now_s)
 
     def advance(self, now_s: float) -> None:
+        """Fire every timer due by ``now_s``, in time order (ties: alpha, increase,
+        decrease). The hot path (a call per packet sent) returns at the first compare
+        when nothing is due; a run of alpha updates with no other timer between them is
+        fired in one tight loop (its deadlines added up one period at a time, as
+        :meth:`_fire` does, so the times and the order are the same)."""
+        if now_s < self._t_next:
+            return
         while True:
-            t, kind = min(self._deadlines())
+            d = self._deadlines()
+            t, kind = min(d)
             if t > now_s:
+                self._t_next = t
                 return
-            self._fire(kind, t)
+            if kind != _ALPHA:
+                self._fire(kind, t)
+                continue
+            other = min((x for x in d if x[1] != _ALPHA), default=(math.inf, _ALPHA))
+            period, on_alpha = self.p.alpha_timer_s, self._on_alpha_timer
+            while True:
+                on_alpha()
+                t += period
+                if t > now_s or (t, _ALPHA) > other:
+                    break
+            self._t_alpha = t
 
     # --- what a variant defines -----------------------------------------------------
     @abstractmethod
@@ -228,6 +250,7 @@ class DcqcnMlx(_Dcqcn):
             self._t_alpha = now_s + self.p.alpha_timer_s
             if self.p.first_cut_at_once:           # ours: the first check is now
                 self._t_decrease = now_s
+                self._t_next = -math.inf
                 self.advance(now_s)
             else:                                  # HPCC: Rt <- Rc; first check later
                 self.target_bps = self.rate_bps
