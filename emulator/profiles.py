@@ -5,6 +5,9 @@ profile's settings at that point, as if each were a ``--set`` item: keys the fil
 are overridden, ``--set`` items after it override the profile. So every item can be
 ablated on its own (``--set profile=hpcc --set transport.ack_every=8``).
 
+``zhu``: what every result in docs/results.md measured before issue 19 ran (Zhu et
+al.'s DCQCN with the paper's text's thresholds); the same keys as ``hpcc``.
+
 ``hpcc``: the paper ran its simulations with "the RDMA configuration of HPCC" (its ref.
 [46], the HPCC ns-3 simulator). Each setting below names the file and function of that
 simulator's code it follows (simulation/src/point-to-point/model/ and simulation/run.py
@@ -30,9 +33,27 @@ HPCC = (
     ("transport.ack_every", 1, "run.py: L2_ACK_INTERVAL 1, an ACK per packet"),
     ("switch.kmin_bytes", 40000, "run.py: Kmin 100 KB x bw/25 Gb/s, at 10 Gb/s"),
     ("switch.kmax_bytes", 160000, "run.py: Kmax 400 KB x bw/25 Gb/s, at 10 Gb/s"),
+    ("switch.red_scale_with_rate", True,
+     "run.py: Kmin/Kmax set per port from its bandwidth (a slower port, lower thresholds)"),
 )
 
-PROFILES = {"hpcc": HPCC}
+# The transport every figure in docs/results.md was measured with before the paper's specs
+# moved to "hpcc" (issue 19): Zhu et al.'s DCQCN, a CNP per flow per 50 µs at most, an
+# ACK every 8 packets, the paper's text's RED thresholds on every port. The same keys as
+# "hpcc", so either profile undoes the other.
+ZHU = (
+    ("dcqcn.variant", "paper", "Zhu et al., SIGCOMM'15: cut on every CNP, byte counter"),
+    ("dcqcn.clamp_target_rate", True, "mlx only: Rt <- Rc on every cut"),
+    ("dcqcn.first_cut_at_once", True, "mlx only: the first CNP's decrease check is now"),
+    ("dcqcn.min_rate_gbps", 0.1, "Rmin 100 Mb/s"),
+    ("transport.congestion_flag", "cnp", "a CNP per flow per 50 µs at most (Zhu et al.)"),
+    ("transport.ack_every", 8, "an ACK every 8 packets"),
+    ("switch.kmin_bytes", 50000, "the paper's text (§4.1)"),
+    ("switch.kmax_bytes", 100000, "the paper's text (§4.1)"),
+    ("switch.red_scale_with_rate", False, "the same thresholds on every port"),
+)
+
+PROFILES = {"hpcc": HPCC, "zhu": ZHU}
 
 
 def overrides(name: str) -> list[str]:

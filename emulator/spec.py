@@ -37,6 +37,13 @@ quantities are the same at both scales. A complete spec with every key::
     kmin_bytes = 50000
     kmax_bytes = 100000
     pmax = 0.2
+    red_scale_with_rate = false      # true: kmin/kmax hold for a link_rate_gbps port and
+                                     # scale with each port's rate (a slowed hop's too),
+                                     # as HPCC ns-3's run.py sets them per bandwidth
+    trace_arrivals = false           # true: each agent records every packet its port
+                                     # models queued (time, bytes, backlog), written at
+                                     # the end; for python -m emulator.analysis.marking_point
+                                     # (marking at enqueue vs dequeue). Costs agent CPU.
 
     [symphony]                       # used by scheme "symphony"
     k = 0.01
@@ -258,6 +265,9 @@ class SwitchSpec:                    # defaults: the agent's own (switch_agent.c
     kmin_bytes: int = _num(RedParams.kmin_bytes, 0, 1 << 30)
     kmax_bytes: int = _num(RedParams.kmax_bytes, 0, 1 << 30)
     pmax: float = RedParams.pmax
+    red_scale_with_rate: bool = False    # kmin/kmax are for a link_rate_gbps port; a port
+                                         # at rate r uses them x r/link_rate (HPCC)
+    trace_arrivals: bool = False         # agents record every queued packet (a study)
 
 
 @dataclass(frozen=True)
@@ -592,6 +602,9 @@ def validate(raw: dict, path: str) -> Spec:
           topo.buffer_bytes, "must be >= 16384 (a few 4 KB frames) and <= 2**30")
     _reuse(path, "switch", sw, lambda: RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax),
            {"enabled": "red"})
+    for key in ("red_scale_with_rate", "trace_arrivals"):
+        _need(isinstance(getattr(sw, key), bool), path, f"switch.{key}", getattr(sw, key),
+              "must be true or false")
     scale = Scale(sc.dilation)
     _reuse(path, "symphony", sy, lambda: SymphonyParams(
         scale.time_s(sy.t_win_us * 1e-6), sy.k, sy.tau, sy.n_warmup, sy.n_sample, sy.tracking),

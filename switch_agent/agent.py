@@ -82,7 +82,8 @@ class Agent:
         ports = {}
         for name, p in cfg.ports.items():
             ports[self.ns.run(socket.if_nametoindex, name)] = Port(
-                name, EgressQueue(p.rate_bps, p.buffer_bytes, p.burst_bytes))
+                name, EgressQueue(p.rate_bps, p.buffer_bytes, p.burst_bytes),
+                trace=[] if cfg.trace_arrivals else None)
         self.pipeline = SwitchPipeline(ports, cfg.red, SymphonyTracker(cfg.symphony),
                                        random.Random(cfg.seed).random, scheme=cfg.scheme,
                                        tracking=cfg.symphony.tracking,
@@ -276,10 +277,26 @@ class Agent:
         if self.ctl is not None:
             self.ctl.close()
         self.telemetry.write(final)
+        for port in self.pipeline.ports.values():
+            if port.trace is not None:
+                self.telemetry.write(self._arrivals(port))
         self.telemetry.write({"type": "flow_ports", "switch": self.cfg.switch, "flows": [
             [job, channel, step, socket.inet_ntoa(ips[:4]), socket.inet_ntoa(ips[4:]), port]
             for (job, channel, step, ips), port in self.pipeline.flow_ports.items()]})
         self.telemetry.close()
+
+
+    def _arrivals(self, port) -> dict:
+        """A port's arrival trace as one record (columns), with what a replay needs: the
+        queue's parameters, the rate it ended at (a replay assumes the configured one
+        throughout and says so if they differ) and the RED thresholds it used."""
+        p, red = self.cfg.ports[port.name], self.cfg.red
+        cols = list(zip(*port.trace)) or [(), (), (), ()]
+        return {"type": "arrivals", "switch": self.cfg.switch, "port": port.name,
+                "rate_bps": p.rate_bps, "final_rate_bps": port.queue.rate_Bps * 8,
+                "buffer_bytes": p.buffer_bytes, "burst_bytes": p.burst_bytes,
+                "red": red.to_dict(), "t_s": cols[0], "bytes": cols[1],
+                "q_bytes": [round(q, 1) for q in cols[2]], "roce": cols[3]}
 
 
 def serve(agents: list[Agent], running) -> None:

@@ -33,6 +33,10 @@ class RedParams(Codec):
     #                                    (emulator/profiles.py, profile "hpcc")
     kmax_bytes: float = 100_000
     pmax: float = 0.2
+    # > 0: the thresholds are for a port of this rate (b/s, emulated), and a port draining
+    # at r uses them times r / rate_ref_bps (HPCC ns-3's run.py sets Kmin/Kmax per port
+    # bandwidth); 0: the same thresholds on every port
+    rate_ref_bps: float = 0.0
 
     def __post_init__(self):
         check(isinstance(self.enabled, bool), "enabled", self.enabled, "must be true or false")
@@ -40,6 +44,8 @@ class RedParams(Codec):
               and 0 <= self.kmin_bytes < self.kmax_bytes, "kmin_bytes", self.kmin_bytes,
               f"need 0 <= kmin_bytes < kmax_bytes ({self.kmax_bytes})")
         check(finite(self.pmax) and 0 <= self.pmax <= 1, "pmax", self.pmax, "must be in [0, 1]")
+        check(finite(self.rate_ref_bps) and self.rate_ref_bps >= 0, "rate_ref_bps",
+              self.rate_ref_bps, "must be >= 0 (0: thresholds not scaled with the port rate)")
 
 
 K_MAX = 100.0      # Symphony's gain k: P = min(1, k alpha psn / psn_rec) saturates far below
@@ -101,6 +107,7 @@ class AgentConfig(Codec):
     kernel_sample_interval_s: float = 0.1   # fidelity: kernel qdisc vs model (0: off)
     telemetry_path: str | None = None
     control_name: str | None = None         # abstract socket (switch_agent.control)
+    trace_arrivals: bool = False            # every queued packet into telemetry at the end
 
     def __post_init__(self):
         check(self.scheme in SCHEMES, "scheme", self.scheme, f"allowed: {', '.join(SCHEMES)}")

@@ -59,6 +59,10 @@ class Port:
     counters: PortCounters = field(default_factory=PortCounters)
     window_max_q_bytes: float = 0.0   # max backlog since the last sample
     sampled_pkts: int = 0             # counters.pkts at the last sample
+    # [switch] trace_arrivals: every packet the model queued, (t, frame bytes, backlog it
+    # found incl. itself or -1 if dropped, RoCE data?), for replaying the port offline
+    # (emulator.analysis.marking_point: marking at enqueue vs at dequeue)
+    trace: list | None = None
 
 
 class SwitchPipeline:
@@ -127,10 +131,13 @@ class SwitchPipeline:
                 c.other_pkts += 1
             else:
                 c.foreign_pkts += 1
-            if port.queue.enqueue(nbytes + L2_HEADER_BYTES, now_s) < 0:
+            q = port.queue.enqueue(nbytes + L2_HEADER_BYTES, now_s)
+            if port.trace is not None:
+                port.trace.append((now_s, nbytes + L2_HEADER_BYTES, q, 0))
+            if q < 0:
                 c.model_drops += 1
-            elif port.queue.q_bytes > port.window_max_q_bytes:
-                port.window_max_q_bytes = port.queue.q_bytes
+            elif q > port.window_max_q_bytes:
+                port.window_max_q_bytes = q
             return None
         c.roce_pkts += 1
         if hdr.psn == 0:
@@ -139,6 +146,8 @@ class SwitchPipeline:
             c.fault_drops += 1
             return b""
         q = port.queue.enqueue(nbytes + L2_HEADER_BYTES, now_s)
+        if port.trace is not None:
+            port.trace.append((now_s, nbytes + L2_HEADER_BYTES, q, 1))
         if q < 0:
             c.model_drops += 1      # the kernel's FIFO will drop it too; nothing to mark
             return None
@@ -147,8 +156,12 @@ class SwitchPipeline:
 
         red_mark = False
         red = self.red
-        if red.enabled and q > red.kmin_bytes:
-            p = red_probability(q, red.kmin_bytes, red.kmax_bytes, red.pmax)
+        kmin, kmax = red.kmin_bytes, red.kmax_bytes
+        if red.rate_ref_bps:                   # per port, scaled with its rate (HPCC)
+            f = port.queue.rate_Bps * 8 / red.rate_ref_bps
+            kmin, kmax = kmin * f, kmax * f
+        if red.enabled and q > kmin:
+            p = red_probability(q, kmin, kmax, red.pmax)
             red_mark = p >= 1.0 or self.random() < p
         sym_mark, high = self.scheme.decide(hdr, now_s, self.random)
         if high:

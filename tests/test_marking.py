@@ -161,6 +161,21 @@ def test_red_marks_the_fraction_its_probability_gives(red, q_bytes, p):
     assert c["roce_pkts"] == N_PKTS and sum(o is not None for o in out) == marked
 
 
+@pytest.mark.parametrize("rate_factor,q_bytes,p", [
+    (1.0, 75_000, 0.10),        # a port at the reference rate: the thresholds as given
+    (0.5, 37_500, 0.10),        # half the rate: kmin 25 KB, kmax 50 KB (HPCC's per-port rule)
+    (0.5, 55_000, 1.0),         # above the halved kmax: always, where 50/100 KB gives 0.02
+    (2.0, 75_000, 0.0),         # twice the rate: kmin 100 KB, not yet
+])
+def test_red_scaled_with_the_port_rate_marks_as_the_ports_own_thresholds_give(
+        rate_factor, q_bytes, p):
+    red = RedParams(True, 50_000, 100_000, 0.2, rate_ref_bps=RATE_BPS / rate_factor)
+    rig = Rig(red, scheme="baseline")
+    out = rig.send(roce(STEP_MIN, 0), N_PKTS, q_bytes=q_bytes)
+    assert_binomial(sum(map(is_ce, out)), N_PKTS, p,
+                    f"RED scaled x{rate_factor}, q {q_bytes} B")
+
+
 def test_red_disabled_never_marks_even_above_kmax():
     rig = Rig(RedParams(False, 50_000, 100_000, 0.2), scheme="baseline")
     assert rig.send(roce(STEP_MIN, 0), 1000, q_bytes=200_000) == [None] * 1000
@@ -318,3 +333,12 @@ def test_per_job_counters_follow_each_jobs_own_decisions():
     c = rig.counters()
     assert (c["marks_red"], c["marks_symphony"], c["marks_both"]) == (100, 0, 150)
     assert rig.job_marks([1, 2], now) == {1: (150, 150), 2: (100, 0)}
+
+
+def test_a_traced_port_records_every_packet_it_queued_with_the_backlog_it_found():
+    rig = Rig(scheme="baseline")
+    rig.pipe.ports[PORT].trace = []
+    pkt = roce(STEP_MIN, 0)
+    rig.send(pkt, 3, q_bytes=20_000, now_s=0.5)
+    frame = len(pkt) + L2_HEADER_BYTES
+    assert rig.pipe.ports[PORT].trace == [(0.5, frame, pytest.approx(20_000), 1)] * 3

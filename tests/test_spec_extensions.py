@@ -808,7 +808,7 @@ def test_agent_config_symphony_scheme_enables_symphony_with_the_spec_values():
     assert cfg["seed"] == 7
     assert cfg["pq"] is False
     assert cfg["red"] == {"enabled": True, "kmin_bytes": 50000, "kmax_bytes": 100000,
-                          "pmax": 0.2}
+                          "pmax": 0.2, "rate_ref_bps": 0.0}
     sy = cfg["symphony"]
     assert sy["enabled"] is True
     assert (sy["k"], sy["tau"], sy["n_warmup"], sy["n_sample"]) == (0.01, 0.25, 2, 8)
@@ -849,7 +849,10 @@ def test_agent_config_red_follows_the_switch_section():
     spec = load(TABLE1, AT_2000 + ["switch.red=false", "switch.kmin_bytes=1000",
                          "switch.kmax_bytes=2000", "switch.pmax=0.5"])
     assert agent_config(spec, "baseline", 1)["red"] == {
-        "enabled": False, "kmin_bytes": 1000, "kmax_bytes": 2000, "pmax": 0.5}
+        "enabled": False, "kmin_bytes": 1000, "kmax_bytes": 2000, "pmax": 0.5,
+        "rate_ref_bps": 0.0}
+    scaled = load(TABLE1, AT_2000 + ["switch.red_scale_with_rate=true"])
+    assert agent_config(scaled, "baseline", 1)["red"]["rate_ref_bps"] == 10e9 / 2000
 
 
 def test_link_rate_of_table1_is_10g_over_2000():

@@ -119,10 +119,13 @@ def agent_config(spec: Spec, sc: Scale, hook: str, seed: int, switch: str) -> Ag
     sw, sy = spec.switch, spec.symphony
     return AgentConfig(
         switch=switch, scheme=hook, seed=seed,
-        red=RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax),
+        red=RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax,
+                      sc.rate_bps(spec.topology.link_rate_gbps * 1e9)
+                      if sw.red_scale_with_rate else 0.0),
         symphony=SymphonyParams(t_win_s=sc.time_s(sy.t_win_us * 1e-6), k=sy.k, tau=sy.tau,
                                 n_warmup=sy.n_warmup, n_sample=sy.n_sample,
-                                tracking=sy.tracking))
+                                tracking=sy.tracking),
+        trace_arrivals=sw.trace_arrivals)
 
 
 def port_toward(spec: Spec, switch: str, neighbor: str) -> str:
