@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import select
 import socket
+import struct
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ from hosts.gbn import ACK, GbnReceiver, GbnSender
 IP_MTU_DISCOVER = getattr(socket, "IP_MTU_DISCOVER", 10)
 IP_PMTUDISC_DO = getattr(socket, "IP_PMTUDISC_DO", 2)
 IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)     # not in Python's socket module
+TIMESPEC = struct.Struct("=qq")
 SPORT_BASE = 49152
 SPORT_SPAN = 16384
 WIRE_EXTRA_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES + 14  # IP + UDP + Ethernet
@@ -120,6 +123,9 @@ class Nic:
         self.sock = socket_factory(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         self.sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)
+        # the kernel's arrival time of each datagram: how long it waited for this process
+        # (the host side of the emulation's delay, beside the agents' NFQUEUE hold)
+        self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self.sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
         self.sock.bind((ip, wire.ROCE_UDP_PORT))
         self.sock.setblocking(False)
@@ -129,7 +135,7 @@ class Nic:
         self._rr: list[SendFlow] = []
         self._rr_pos = 0
         self.t_nic_s = 0.0
-        self._cmsg = socket.CMSG_SPACE(4)
+        self._cmsg = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(TIMESPEC.size)
         # one receive and one send buffer, reused for every packet (no per-packet allocation)
         self._rbuf = bytearray(65536)
         self._rview = memoryview(self._rbuf)
@@ -140,6 +146,7 @@ class Nic:
         self._tx_seeds: dict = {}          # (dst, BTH onwards length) -> wire.icrc_seed
         self._drained = False              # the last poll read the socket empty
         self.pacing_late_s = [0, 0.0, 0.0]          # samples, sum, max
+        self.rx_lag_s = [0, 0.0, 0.0]               # datagrams, sum, max: arrival -> read
         self.completions = 0          # messages delivered + sends fully acknowledged
         self.counters = {"data_rx": 0, "ack_rx": 0, "nak_rx": 0, "cnp_rx": 0, "bad_icrc": 0,
                          "unknown_flow": 0, "cnp_tx": 0, "ack_tx": 0, "nak_tx": 0,
@@ -234,10 +241,12 @@ class Nic:
 
     def stats(self) -> dict:
         n, total, worst = self.pacing_late_s
+        m, lag, lag_max = self.rx_lag_s
         return {"counters": dict(self.counters), "cnp_suppressed": self.np.suppressed,
                 "open_flows": self.open_flows(),
                 "pacing": {"packets": n, "mean_late_s": total / n if n else 0.0,
-                           "max_late_s": worst}}
+                           "max_late_s": worst},
+                "rx_lag": {"packets": m, "mean_s": lag / m if m else 0.0, "max_s": lag_max}}
 
     # --- sending -------------------------------------------------------------------
     def _send_due(self, now: float) -> float:
@@ -318,21 +327,34 @@ class Nic:
         changes the rate of departures not yet scheduled), so a loop over many hosts
         need not give the host a turn for it (``hosts.group``)."""
         recvmsg_into, bufs, view = self.sock.recvmsg_into, [self._rbuf], self._rview
-        data_ops, clock = wire.DATA_OPCODES, self.clock
+        data_ops, clock, lag, unpack_ts = wire.DATA_OPCODES, self.clock, self.rx_lag_s, \
+            TIMESPEC.unpack
         done = self.completions
         acked = False
+        # the kernel stamps arrivals in CLOCK_REALTIME; the NIC's clock is monotonic
+        offset = time.time() - clock()
         while True:
             try:
                 n, anc, _, addr = recvmsg_into(bufs, self._cmsg)
             except BlockingIOError:
                 return acked or self.completions != done
             now = clock()
+            tos = 0
+            for _, _, c in anc:               # the timestamp (16 bytes), then the TOS (1)
+                if len(c) == 16:
+                    sec, nsec = unpack_ts(c)
+                    late = now + offset - sec - nsec * 1e-9
+                    lag[0] += 1
+                    lag[1] += late
+                    if late > lag[2]:
+                        lag[2] = late
+                else:
+                    tos = c[0]
             if n < wire.BTH_BYTES + wire.ICRC_BYTES:
                 continue
             data = view[:n]
             op = data[0]
             if op in data_ops:
-                tos = anc[0][2][0] if anc else 0
                 self._on_data(data, addr[0], addr[1], tos, now)
             elif op == wire.OP_ACKNOWLEDGE:
                 acked = True

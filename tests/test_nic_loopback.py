@@ -130,6 +130,26 @@ def test_a_completion_waiting_at_the_start_of_a_poll_returns_without_sleeping():
     assert rx_s < 0.5 and tx_s < 0.5, (rx_s, tx_s)
 
 
+def test_the_receive_lag_is_the_time_a_datagram_waited_in_the_socket():
+    """Each datagram's kernel arrival stamp (SO_TIMESTAMPNS) against the time the NIC read
+    it: one left 0.2 s in the socket shows a 0.2 s lag; read at once, well under 0.2 s."""
+    tx, rx, got = _pair()
+    try:
+        tx.send(B, 1, 0, 0, bytes(100))
+        tx.poll(0.0)                       # in rx's socket now
+        time.sleep(0.2)
+        rx.poll(0.0)
+        waited = dict(rx.stats()["rx_lag"])
+        tx.poll(1.0)                       # the ACK, read as soon as it comes
+        quick = tx.stats()["rx_lag"]
+    finally:
+        tx.close()
+        rx.close()
+    assert len(got) == 1 and waited["packets"] == 1 and quick["packets"] == 1
+    assert 0.2 <= waited["mean_s"] < 0.35, waited
+    assert 0 <= quick["mean_s"] < 0.1, quick
+
+
 def test_a_ce_marked_packet_is_seen_and_answered_with_one_cnp():
     """The receiver reads the IP TOS of every datagram (IP_RECVTOS ancillary data): a CE
     mark on a data packet is counted and answered with a CNP to its sender."""

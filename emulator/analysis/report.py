@@ -251,10 +251,16 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
     timed = sum(n for _, n in holds.values() if n)
     hold = (sum(m * n for m, n in holds.values() if m is not None and n) / timed
             if timed else None)
+    # ... and at the hosts: a datagram's wait between its arrival and its process reading it
+    lags = [s["rx_lag"] for s in meas.get("rank_summaries", {}).values() if "rx_lag" in s]
+    lagged = sum(x["packets"] for x in lags)
+    rx_lag = sum(x["mean_s"] * x["packets"] for x in lags) / lagged if lagged else None
     return {"faithful": not reasons and not wrong, "reasons": reasons, "errors": wrong,
             "cpu_busy": cpu, "nfqueue_drops": drops, "pacing_mean_late_s": pacing,
             "agent_hold_mean_s": hold,
             "agent_hold_frames": hold / frame_s if hold is not None else None,
+            "host_rx_lag_mean_s": rx_lag,
+            "host_rx_lag_frames": rx_lag / frame_s if rx_lag is not None else None,
             "cct_ratio_min": min(ratios) if ratios else None,
             "cct_ratio_max": max(ratios) if ratios else None,
             "queue_err_mean_bytes_max": queue_err[worst] if worst else None,
@@ -548,6 +554,13 @@ def print_emulation_delay(summary: dict) -> None:
     print(f"\nemulation delay per switch hop (a packet's wait for its agent, mean over hops, "
           f"median over {len(holds)} runs): {s * 1e3:.3f} ms, {f:.1%} of a frame at the link "
           f"rate")
+    lags = [(r["fidelity"]["host_rx_lag_mean_s"], r["fidelity"]["host_rx_lag_frames"])
+            for r in summary["runs"] if r["fidelity"].get("host_rx_lag_mean_s") is not None]
+    if lags:
+        s, f = float(np.median([h for h, _ in lags])), float(np.median([x for _, x in lags]))
+        print(f"emulation delay at the hosts (a datagram's wait between its arrival and its "
+              f"process reading it, median over {len(lags)} runs): {s * 1e3:.3f} ms, "
+              f"{f:.1%} of a frame")
 
 
 def print_verdicts(summary: dict) -> None:
