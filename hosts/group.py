@@ -141,8 +141,11 @@ def serve(members: list[Member], t0: float, clock=time.monotonic) -> bool:
         wait = wake - clock()
         for fd in readable(wait if wait > 0 else 0):
             m = by_fd[fd]
-            if m.host.nic.receive():       # what arrived may have made something due
-                m.due = -math.inf
+            m.host.nic.receive()
+            # What arrived may have made something due. (Giving the host a turn only after
+            # an ACK or a delivered message was measured slower: 8-12 % more CPU per data
+            # packet, from more and shorter sleeps -- a wake-up costs more than a turn.)
+            m.due = -math.inf
     return ok
 
 

@@ -319,25 +319,18 @@ class Nic:
             now = self.clock()
 
     # --- receiving -----------------------------------------------------------------
-    def receive(self) -> bool:
-        """Handle every datagram waiting on the host's socket (read into one reused buffer).
-        True if what arrived may bring the NIC's or its user's next action forward: an ACK
-        or NAK (a window opens, a go-back, a send completes) or a delivered message. A
-        data packet inside a message is answered here and changes nothing else (a CNP
-        changes the rate of departures not yet scheduled), so a loop over many hosts
-        need not give the host a turn for it (``hosts.group``)."""
+    def receive(self) -> None:
+        """Handle every datagram waiting on the host's socket (read into one reused buffer)."""
         recvmsg_into, bufs, view = self.sock.recvmsg_into, [self._rbuf], self._rview
         data_ops, clock, lag, unpack_ts = wire.DATA_OPCODES, self.clock, self.rx_lag_s, \
             TIMESPEC.unpack
-        done = self.completions
-        acked = False
         # the kernel stamps arrivals in CLOCK_REALTIME; the NIC's clock is monotonic
         offset = time.time() - clock()
         while True:
             try:
                 n, anc, _, addr = recvmsg_into(bufs, self._cmsg)
             except BlockingIOError:
-                return acked or self.completions != done
+                return
             now = clock()
             tos = 0
             for _, _, c in anc:               # the timestamp (16 bytes), then the TOS (1)
@@ -357,7 +350,6 @@ class Nic:
             if op in data_ops:
                 self._on_data(data, addr[0], addr[1], tos, now)
             elif op == wire.OP_ACKNOWLEDGE:
-                acked = True
                 self._on_ack(data, addr[0], now)
             elif op == wire.OP_CNP:
                 bth = wire.parse_bth(data)
