@@ -15,8 +15,9 @@ fi
 # mininet (Python API + mnexec), iptables with NFQUEUE, tcpdump/iperf3/ethtool/ping for the
 # data path, python3-venv/-dev for the venv. (No libnetfilter-queue: the agent speaks
 # netlink itself, see switch_agent/nfqueue.py.)
+# tshark (with dumpcap): `run --pcap` captures with it and the capture tests dissect with it.
 apt_packages=(mininet iptables tcpdump iperf3 ethtool iproute2 iputils-ping
-              python3 python3-venv python3-dev gcc procps)
+              python3 python3-venv python3-dev gcc procps tshark)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

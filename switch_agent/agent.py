@@ -115,6 +115,8 @@ class Agent:
                                   "max_q_bytes": max(q, port.window_max_q_bytes),
                                   "pkts": c.pkts, "bytes": c.bytes,
                                   "marks": c.marks_red + c.marks_symphony + c.marks_both,
+                                  "marks_red": c.marks_red, "marks_symphony": c.marks_symphony,
+                                  "marks_both": c.marks_both,
                                   "model_drops": c.model_drops, "fault_drops": c.fault_drops})
             port.window_max_q_bytes = q
 

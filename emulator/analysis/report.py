@@ -272,7 +272,12 @@ def run_dirs(out_dir: str) -> list[str]:
     return [r.path for r in run_folders(out_dir)]
 
 
-def summarize(out_dir: str, plots: bool = True) -> dict:
+def summarize(out_dir: str, plots: bool = True, exports: bool = True,
+              fresh: bool = False) -> dict:
+    """Analyze every run folder in ``out_dir`` into ``summary.json`` (and, with
+    ``exports``, each emulated run's tables and trace -- made again with ``fresh``, else
+    kept when newer than the run --, ``nccl-tests.json`` and the ``index.html`` pages:
+    ``emulator.analysis.export``, ``page``)."""
     folders = run_folders(out_dir)
     runs = sorted((analyze_run(r.path) for r in folders),
                   key=lambda r: (r["scheme"], r["seed"]))
@@ -294,6 +299,15 @@ def summarize(out_dir: str, plots: bool = True) -> dict:
         summary["plots"] = plotting.plot_all(out_dir, runs, man)
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
+    if exports:
+        from emulator.analysis import export, page
+        for r in runs:
+            if r["backend"] == "emulation":
+                export.write_run(r["rundir"], force=fresh)
+            page.run_page(r)
+        with open(os.path.join(out_dir, "nccl-tests.json"), "w") as f:
+            json.dump(export.nccl_tests_json(summary), f, indent=1)
+        page.set_page(out_dir, summary)
     return summary
 
 

@@ -182,6 +182,16 @@ def _cmd_run(args) -> int:
     seeds = list(range(1, args.seeds + 1)) if args.seeds else list(spec.run.seeds)
     if not _fits("run", spec, schemes[0], seeds[0], args.force_size):
         return 2
+    from emulator.launch import capture
+    from emulator.spec import switch_names
+    pcap = capture.parse_points(args.pcap)
+    try:
+        capture.check_points(pcap, spec.topology.host_names, switch_names(spec.topology))
+        if pcap:
+            capture.tool()
+    except capture.CaptureError as e:
+        print(f"symphony-emu run: {e}", file=sys.stderr)
+        return 2
     out = _out_dir(args.out, spec.name)
     if os.path.exists(out) and os.listdir(out) and not _reclaim_killed(out):
         print(f"symphony-emu run: {out} exists and is not empty; choose another --out",
@@ -194,12 +204,13 @@ def _cmd_run(args) -> int:
     for scheme in schemes:
         for seed in seeds:
             rundir = os.path.join(out, f"{scheme}-seed{seed}")
-            runner.run_one(spec, scheme, seed, rundir, _progress_printer(f"{scheme} seed {seed}"))
+            runner.run_one(spec, scheme, seed, rundir, _progress_printer(f"{scheme} seed {seed}"),
+                           pcap=pcap)
             if sys.stdout.isatty():
                 print()
     summary = report.summarize(out, plots=not args.no_plots)
     print()
-    report.print_tables(summary, spec.scale.dilation)
+    _print_results(summary, spec.scale.dilation, args.format)
     if spec.raw.get("variants"):
         print(f"\n(this spec has [[variants]]; `symphony-emu sweep {args.spec}` runs them all)")
     print(f"\nsummary: {os.path.join(out, 'summary.json')}")
@@ -207,6 +218,17 @@ def _cmd_run(args) -> int:
         print(f"plot:    {p}")
     bad = [r for r in summary["runs"] if not r["fidelity"]["faithful"]]
     return 1 if bad else 0
+
+
+def _print_results(summary: dict, dilation: float, fmt: str) -> None:
+    """The results as our tables (``table``) or as nccl-tests prints its own (``nccl-tests``:
+    their columns and footer; the verdicts after them either way)."""
+    from emulator.analysis import export, report
+    if fmt == "nccl-tests":
+        print(export.nccl_tests_text(summary), end="")
+        report.print_verdicts(summary)
+    else:
+        report.print_tables(summary, dilation)
 
 
 def _cmd_predict(args) -> int:
@@ -251,7 +273,7 @@ def _cmd_predict(args) -> int:
     wall = time.monotonic() - t0
     summary = report.summarize(out, plots=not args.no_plots)
     print()
-    report.print_tables(summary, spec.scale.dilation)
+    _print_results(summary, spec.scale.dilation, args.format)
     print(f"\n{len(schemes) * len(seeds)} model runs in {wall:.1f} s; summary: "
           f"{os.path.join(out, 'summary.json')}")
     for p in summary.get("plots", []):
@@ -370,19 +392,20 @@ def _cmd_report(args) -> int:
         print(f"symphony-emu report: {args.dir}: not a folder", file=sys.stderr)
         return 2
     try:
-        summary = report.summarize(args.dir)
+        summary = report.summarize(args.dir, fresh=True)
     except FileNotFoundError as e:
         print(f"symphony-emu report: {e}", file=sys.stderr)
         return 2
     import json
     with open(os.path.join(report.run_dirs(args.dir)[0], "manifest.json")) as f:
         dilation = json.load(f)["scale"]["dilation"]
-    report.print_tables(summary, dilation)
+    _print_results(summary, dilation, args.format)
     for p in summary.get("plots", []):
         print(f"plot: {p}")
     return 0
 
 
+FORMATS = ("table", "nccl-tests")
 FORCE_SIZE_HELP = ("run even a spec larger than this machine emulates (hosts, processes, "
                    "memory: emulator/launch/capacity.py)")
 
@@ -396,6 +419,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seeds", type=_positive_int, help="run seeds 1..N instead of the spec's")
     r.add_argument("--scheme", help=f"run only this scheme ({', '.join(SCHEMES)})")
     r.add_argument("--no-plots", action="store_true", help="tables and summary.json only")
+    r.add_argument("--pcap", metavar="POINTS",
+                   help="capture packets at these hosts or switch ports (e.g. h0,leaf1-eth3) "
+                        "into <point>.pcapng in each run folder, from before the job starts "
+                        "until it ended (Wireshark's dumpcap; tcpdump if it is missing)")
+    r.add_argument("--format", choices=FORMATS, default="table", help="table (ours, default) or nccl-tests (their columns, time(us) and GB/s at real "
+                        "scale, and footer; nccl-tests.json, shaped like their -J file, is "
+                        "written either way)")
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a spec value, e.g. --set symphony.k=0.001 (repeatable)")
     r.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
@@ -441,6 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ideal-priority's lowest step per job (default) or per ring")
     pr.add_argument("--variant", help="one of the spec's [[variants]] (its overrides)")
     pr.add_argument("--no-plots", action="store_true", help="tables and summary.json only")
+    pr.add_argument("--format", choices=FORMATS, default="table", help="table (ours, default) or nccl-tests (their columns, time(us) and GB/s at real "
+                        "scale, and footer; nccl-tests.json, shaped like their -J file, is "
+                        "written either way)")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a spec value (repeatable)")
     pr.set_defaults(func=_cmd_predict, needs_root=False)
@@ -453,6 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
     cl.set_defaults(func=_cmd_clean, needs_root=True)
     rp = sub.add_parser("report", help="recompute metrics and plots from a run folder")
     rp.add_argument("dir")
+    rp.add_argument("--format", choices=FORMATS, default="table", help="table (ours, default) or nccl-tests (their columns, time(us) and GB/s at real "
+                        "scale, and footer; nccl-tests.json, shaped like their -J file, is "
+                        "written either way)")
     rp.set_defaults(func=_cmd_report, needs_root=False)
     v = sub.add_parser("validate", help="check a spec without running it")
     v.add_argument("spec")

@@ -15,6 +15,7 @@ import time
 
 from emulator import plan as planning
 from emulator.launch import ledger
+from emulator.launch.capture import Captures
 from emulator.launch.fabric import Fabric, topology
 from emulator.launch.launcher import HostProcesses
 from emulator.perturbations import Engine
@@ -75,8 +76,11 @@ def casualties(fab, procs: HostProcesses | None) -> list[str]:
     return out
 
 
-def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> dict:
-    """One (scheme, seed) run into ``rundir``; returns the live measurements."""
+def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
+            pcap: list[str] = ()) -> dict:
+    """One (scheme, seed) run into ``rundir``; returns the live measurements. ``pcap``:
+    capture points (hosts, switch ports: ``emulator.launch.capture``), each captured from
+    before the job starts until it ended."""
     plan = planning.compile(spec, scheme, seed)
     folder = RunFolder(rundir)
     # an earlier, unfinished try of this very run (killed, or interrupted): its partial
@@ -93,9 +97,11 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
         engine = Engine(fab, rundir, plan.perturbations)
         procs = HostProcesses(fab, plan.hosts, rundir, plan.host_processes,
                               plan.pin_cpus)
+        caps = Captures(fab, list(pcap), rundir)
         started = False
         t_begin = time.monotonic()
         try:
+            caps.start()
             procs.start()
             try:
                 t0 = procs.go()
@@ -126,6 +132,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None) -> d
                     meas.update(timed_out=True, timed_out_in="run")
         finally:
             meas["host_exit"] = procs.stop()
+            meas["captures"] = [os.path.basename(p) for p in caps.stop()]
             meas["perturbation_effects"] = engine.effects()
             engine.close()
         meas["perturbations"] = engine.log

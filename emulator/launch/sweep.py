@@ -107,10 +107,11 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
     write_table(out, rows)
     if job_rows and any(r["job"] != job_rows[0]["job"] for r in job_rows):
         write_jobs_table(out, job_rows)
-    from emulator.analysis import plots
+    from emulator.analysis import page, plots
     path = plots.plot_sweep(out, firsts)
     if path:
         print(f"plot:  {path}")
+    page.sweep_page(out, [label.replace("/", "_") for label, _ in pts], [path] if path else [])
     return rows
 
 

@@ -1,0 +1,330 @@
+"""A run in the formats researchers' tools read (issue 16): long-format tables for pandas
+(``flows.csv``, ``steps.csv``, ``ports.csv``), a timeline for Perfetto or
+chrome://tracing (``trace.json``, Chrome's trace-event format), and nccl-tests' output
+(their text columns and their ``-J`` JSON) for their analysis scripts.
+
+Times in the tables are emulated seconds since the run's t = 0 (``*_s``); the trace's
+timestamps are emulated microseconds since t = 0, the dilation in its ``otherData``
+(real-scale time = emulated / D). nccl-tests' columns are real-scale equivalents, as their
+tool would print them on the paper's 10 Gb/s fabric. Everything comes from a run folder's
+files and its analysis (``report.analyze_run``); written by ``run`` and ``report``.
+
+Columns (docs/architecture.md §6 has what each metric means):
+
+flows.csv  job, ring (the flow's channel: its ring; 2D: 0 rows, 1 columns), pass, step
+           (within the pass), src, dst (host names), path (the nodes its packets took,
+           from the agents' records; empty if none recorded), start_s (first packet
+           sent), end_s (last byte received), bytes, packets, retransmits, timeouts,
+           cnps (received by the sender), ce_marks (CE-marked packets the receiver saw)
+steps.csv  job, rank, host, pass, step, ring, start_s, end_s: the step's data arriving
+           at that rank (its first and last byte): the rank may apply it at end_s
+ports.csv  switch, port, t_s, q_bytes (the queue model's backlog), max_q_bytes (since the
+           last sample), pkts, bytes, marks_red, marks_symphony, marks_both (cumulative;
+           older runs: marks, all causes), model_drops, fault_drops
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+
+from emulator import plan as planning
+from emulator.analysis.split import recorded_paths
+from emulator.rundir import RunFolder
+from emulator.spec import SpecError, validate
+from hosts.scale import Scale
+from topologies import fabric as wiring
+
+FLOW_COLUMNS = ("job", "ring", "pass", "step", "src", "dst", "path", "start_s", "end_s",
+                "bytes", "packets", "retransmits", "timeouts", "cnps", "ce_marks")
+STEP_COLUMNS = ("job", "rank", "host", "pass", "step", "ring", "start_s", "end_s")
+PORT_COLUMNS = ("switch", "port", "t_s", "q_bytes", "max_q_bytes", "pkts", "bytes",
+                "marks_red", "marks_symphony", "marks_both", "model_drops", "fault_drops")
+NCCL_TYPE = {"ring_allgather": "none"}          # nccl-tests' redop column for all-gather
+
+
+class _Run:
+    """What every export needs of one run: its records, t = 0, hosts by IP, paths."""
+
+    def __init__(self, rundir: str):
+        self.folder = RunFolder(rundir)
+        self.man = self.folder.manifest
+        self.meas = self.folder.measurements
+        sends = self.folder.host_records("send_flow")
+        self.t0 = self.meas.get("t_start", min((s["start_s"] for s in sends), default=0.0))
+        try:
+            spec = validate(self.man["spec"], self.man.get("spec_path") or "manifest.json")
+            self.plan = planning.compile(spec, self.man["scheme"], self.man["seed"])
+        except SpecError:        # a folder from before a check its spec no longer passes
+            self.plan = None
+        self.host_of = ({c.ip: h for h, c in self.plan.hosts.items()} if self.plan else {})
+        self.paths = recorded_paths(self.folder, self.plan) if self.plan else {}
+        self.steps = {x["job"]: x["steps"] for x in self.man["layouts"]}
+        self.ranks = {x["job"]: {h: i for i, h in enumerate(x["hosts"])}
+                      for x in self.man["layouts"]}
+        self.switches = wiring.switch_names(self.plan.fabric) if self.plan else []
+        self._agent: dict[str, list[dict]] = {}
+
+    def agent(self, switch: str, kind: str) -> list[dict]:
+        """A switch's telemetry records of one type (its file read once)."""
+        if switch not in self._agent:
+            self._agent[switch] = self.folder.agent_records(switch)
+        return [x for x in self._agent[switch] if x.get("type") == kind]
+
+    def rel(self, t: float | None) -> float | None:
+        return None if t is None else round(t - self.t0, 9)
+
+    def pass_step(self, job: int, wire_step: int) -> tuple[int, int]:
+        """(pass, step) of a flow's 16-bit wire step (pass x steps + step): right for the
+        first 65536 steps of a job, which every spec here stays below."""
+        n = self.steps.get(job) or 1
+        return wire_step // n, wire_step % n
+
+
+# --- tables ------------------------------------------------------------------------------
+
+def flow_rows(r: _Run) -> list[dict]:
+    recvs = {(x["job"], x["channel"], x["step"], x["src"], x["dst"]): x
+             for x in r.folder.host_records("recv_flow")}
+    rows = []
+    for s in r.folder.host_records("send_flow"):
+        key = (s["job"], s["channel"], s["step"], s["src"], s["dst"])
+        rv = recvs.get(key, {})
+        p, st = r.pass_step(s["job"], s["step"])
+        rows.append({"job": s["job"], "ring": s["channel"], "pass": p, "step": st,
+                     "src": r.host_of.get(s["src"], s["src"]),
+                     "dst": r.host_of.get(s["dst"], s["dst"]),
+                     "path": ">".join(r.paths.get(key, ())),
+                     "start_s": r.rel(s["start_s"]), "end_s": r.rel(rv.get("end_s")),
+                     "bytes": s["bytes"], "packets": s.get("packets"),
+                     "retransmits": s.get("retransmits", 0), "timeouts": s.get("timeouts", 0),
+                     "cnps": s.get("cnps", 0), "ce_marks": rv.get("ce", 0)})
+    rows.sort(key=lambda x: (x["job"], x["start_s"] if x["start_s"] is not None else 0.0))
+    return rows
+
+
+def step_rows(r: _Run) -> list[dict]:
+    rows = []
+    for x in r.folder.host_records("recv_flow"):
+        host = r.host_of.get(x["dst"], x["dst"])
+        p, st = r.pass_step(x["job"], x["step"])
+        rows.append({"job": x["job"], "rank": r.ranks.get(x["job"], {}).get(host), "host": host,
+                     "pass": p, "step": st, "ring": x["channel"],
+                     "start_s": r.rel(x.get("start_s")), "end_s": r.rel(x.get("end_s"))})
+    rows.sort(key=lambda x: (x["job"], x["rank"] if x["rank"] is not None else -1,
+                             x["pass"], x["step"]))
+    return rows
+
+
+def port_rows(r: _Run) -> list[dict]:
+    rows = []
+    for sw in r.switches:
+        for x in r.agent(sw, "port"):
+            rows.append({"switch": sw, "port": x["port"], "t_s": r.rel(x["t_s"]),
+                         "q_bytes": x["q_bytes"], "max_q_bytes": x.get("max_q_bytes"),
+                         "pkts": x["pkts"], "bytes": x["bytes"],
+                         "marks_red": x.get("marks_red", x.get("marks")),
+                         "marks_symphony": x.get("marks_symphony", ""),
+                         "marks_both": x.get("marks_both", ""),
+                         "model_drops": x.get("model_drops", 0),
+                         "fault_drops": x.get("fault_drops", 0)})
+    return rows
+
+
+def write_tables(rundir: str, r: _Run | None = None) -> list[str]:
+    """``flows.csv``, ``steps.csv`` and ``ports.csv`` in the run folder; their paths."""
+    r = r or _Run(rundir)
+    out = []
+    for name, cols, rows in (("flows.csv", FLOW_COLUMNS, flow_rows(r)),
+                             ("steps.csv", STEP_COLUMNS, step_rows(r)),
+                             ("ports.csv", PORT_COLUMNS, port_rows(r))):
+        path = os.path.join(rundir, name)
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=cols)
+            w.writeheader()
+            w.writerows(rows)
+        out.append(path)
+    return out
+
+
+# --- the timeline ------------------------------------------------------------------------
+
+SWITCH_PID0 = 1000            # trace process ids: jobs 1..; switches from here
+
+
+def trace(r: _Run) -> dict:
+    """Chrome trace-event JSON: a process per job with a track per (rank, ring) holding one
+    slice per flow the rank sent; a process per switch with counters per port (queue,
+    marks by cause) and per job (the tracker's step_min and alpha); instant events for
+    perturbations and for control commands (Symphony switched on or off)."""
+    us = 1e6
+    ev: list[dict] = []
+    tracks: dict[tuple, int] = {}
+    for row in flow_rows(r):
+        if row["start_s"] is None or row["end_s"] is None:
+            continue
+        job = row["job"]
+        rank = r.ranks.get(job, {}).get(row["src"], 0)
+        tid = tracks.setdefault((job, row["src"], row["ring"]), rank * 64 + row["ring"])
+        ev.append({"name": f"job {job} ring {row['ring']} pass {row['pass']} step "
+                           f"{row['step']}", "cat": "flow", "ph": "X", "pid": job, "tid": tid,
+                   "ts": row["start_s"] * us, "dur": (row["end_s"] - row["start_s"]) * us,
+                   "args": {k: row[k] for k in ("src", "dst", "path", "bytes", "retransmits",
+                                                "cnps", "ce_marks")}})
+    for (job, host, ring), tid in tracks.items():
+        ev.append({"name": "thread_name", "ph": "M", "pid": job, "tid": tid,
+                   "args": {"name": f"{host} ring {ring}"}})
+    for job in sorted({j for j, _, _ in tracks}):
+        ev.append({"name": "process_name", "ph": "M", "pid": job, "args": {"name": f"job {job}"}})
+    for i, sw in enumerate(r.switches):
+        pid = SWITCH_PID0 + i
+        ev.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": sw}})
+        for x in r.agent(sw, "port"):
+            ts = r.rel(x["t_s"]) * us
+            ev.append({"name": f"{x['port']} queue (B)", "ph": "C", "pid": pid, "ts": ts,
+                       "args": {"q_bytes": x["q_bytes"]}})
+            if "marks_red" in x:
+                ev.append({"name": f"{x['port']} marks", "ph": "C", "pid": pid, "ts": ts,
+                           "args": {"red": x["marks_red"], "symphony": x["marks_symphony"],
+                                    "both": x["marks_both"]}})
+        for x in r.agent(sw, "window"):
+            ev.append({"name": f"job {x['job']} tracker", "ph": "C", "pid": pid,
+                       "ts": r.rel(x["t_s"]) * us,
+                       "args": {"step_min": x["step_min"], "alpha": x["alpha"]}})
+        for x in r.agent(sw, "control"):
+            cmd = x.get("command") if isinstance(x.get("command"), dict) else {}
+            if cmd.get("cmd") in ("symphony", "scheme"):
+                ev.append({"name": f"{cmd.get('cmd')} {cmd.get('enabled', cmd.get('name'))}",
+                           "ph": "i", "s": "p", "pid": pid, "ts": r.rel(x["t_s"]) * us})
+    for p in r.meas.get("perturbations", []):
+        if "fired_s" in p:
+            ev.append({"name": p["what"], "cat": "perturbation", "ph": "i", "s": "g",
+                       "pid": 0, "ts": p["fired_s"] * us})
+    return {"traceEvents": ev, "displayTimeUnit": "ms",
+            "otherData": {"run": r.man["name"], "scheme": r.man["scheme"],
+                          "seed": r.man["seed"], "dilation": r.man["scale"]["dilation"],
+                          "time": "emulated microseconds since t = 0; real-scale time = "
+                                  "emulated / dilation"}}
+
+
+def write_trace(rundir: str, r: _Run | None = None) -> str:
+    path = os.path.join(rundir, "trace.json")
+    with open(path, "w") as f:
+        f.write(json.dumps(trace(r or _Run(rundir))))   # dumps: the C encoder
+    return path
+
+
+def write_run(rundir: str, force: bool = False) -> list[str]:
+    """Every per-run export (tables and trace); their paths. Kept if already newer than
+    the run's measurements (a sweep summarizes its runs again after each one), unless
+    ``force``."""
+    trace_path = os.path.join(rundir, "trace.json")
+    meas = os.path.join(rundir, "measurements.json")
+    if not force and os.path.exists(trace_path) and os.path.exists(meas) \
+            and os.path.getmtime(trace_path) >= os.path.getmtime(meas):
+        return [os.path.join(rundir, n) for n in ("flows.csv", "steps.csv", "ports.csv")] \
+            + [trace_path]
+    r = _Run(rundir)
+    return write_tables(rundir, r) + [write_trace(rundir, r)]
+
+
+# --- nccl-tests ----------------------------------------------------------------------------
+
+def nccl_rows(summary: dict) -> list[dict]:
+    """One row per completed collective of every faithful run: nccl-tests' fields, at real
+    scale (their time in µs, bandwidths in GB/s); a wrong result counts 1 in #wrong."""
+    sc = Scale(summary["scale"]["dilation"])
+    rows = []
+    for run in summary["runs"]:
+        for j in run["jobs"]:
+            for c in j["collectives"]:
+                if c["cct_s"] is None:
+                    continue
+                rows.append({
+                    "size": c["nbytes"], "count": c["nbytes"] // 4, "type": "float",
+                    "redop": NCCL_TYPE.get(j.get("algorithm"), "sum"), "root": -1,
+                    "time": sc.real_time_s(c["cct_s"]) * 1e6,
+                    "alg_bw": sc.real_rate_bps(c["algbw_bps"]) / 8 / 1e9,
+                    "bus_bw": sc.real_rate_bps(c["busbw_bps"]) / 8 / 1e9,
+                    "nwrong": 0 if c["verified"] else 1,
+                    "experiment_name": f"{summary['name']}/{run['scheme']}/seed{run['seed']}"
+                                       f"/job{j['job']}/pass{c['pass']}",
+                    "faithful": run["fidelity"]["faithful"]})
+    return rows
+
+
+def _num(value: float, width: int) -> str:
+    """A number in ``width`` characters the way nccl-tests prints its columns: 2, 1 or 0
+    decimals as the integer part grows, then exponent notation."""
+    digits = len(str(int(abs(value)))) if abs(value) >= 1 else 0
+    if digits < width - 2:
+        return f"{value:{width}.2f}"
+    if digits < width - 1:
+        return f"{value:{width}.1f}"
+    if digits < width + 1:
+        return f"{value:{width}.0f}"
+    return f"{value:{width}.1e}"
+
+
+def nccl_tests_text(summary: dict) -> str:
+    """nccl-tests' result table and footer, one block per scheme (as if their test ran
+    once per scheme; a row per collective of each faithful run). The emulator has one
+    buffer mode, so the in-place columns repeat the out-of-place ones (their parsers read
+    either). Unfaithful runs are left out, as everywhere (counted in a comment line)."""
+    every = nccl_rows(summary)
+    out = [f"# symphony-emu: {summary['name']}, real-scale equivalent times "
+           f"(emulated / D = {summary['scale']['dilation']:g})"]
+    for scheme in dict.fromkeys(x["experiment_name"].split("/")[1] for x in every):
+        mine = [x for x in every if x["experiment_name"].split("/")[1] == scheme]
+        rows = [x for x in mine if x["faithful"]]
+        out += ["#", f"# scheme: {scheme} ({len(rows)} collective(s) of faithful runs)",
+                "#",
+                f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}           out-of-place"
+                f"                       in-place          ",
+                f"# {'size':>10}  {'count':>12}  {'type':>8}  {'redop':>6}  {'root':>6}  "
+                f"{'time':>7}  {'algbw':>6}  {'busbw':>6}  {'#wrong':>6}  {'time':>7}  "
+                f"{'algbw':>6}  {'busbw':>6}  {'#wrong':>6} ",
+                f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'':>6}  {'':>6}  {'(us)':>7}  "
+                f"{'(GB/s)':>6}  {'(GB/s)':>6}  {'':>6}  {'(us)':>7}  {'(GB/s)':>6}  "
+                f"{'(GB/s)':>6}  {'':>6} "]
+        for x in rows:
+            body = f"  {_num(x['time'], 7)}  {_num(x['alg_bw'], 6)}  {_num(x['bus_bw'], 6)}" \
+                   f"  {x['nwrong']:>6}"
+            out.append(f"{x['size']:>12}  {x['count']:>12}  {x['type']:>8}  {x['redop']:>6}  "
+                       f"{x['root']:>6}{body}{body}")
+        wrong = sum(x["nwrong"] for x in rows)
+        avg = sum(x["bus_bw"] for x in rows) / len(rows) if rows else 0.0
+        if len(mine) > len(rows):
+            out.append(f"# {len(mine) - len(rows)} collective(s) of unfaithful runs left out")
+        out += [f"# {'Out of bounds values':<20} : {wrong} {'FAILED' if wrong else 'OK'}",
+                f"# {'Avg bus bandwidth':<20} : {avg:g} ", "#"]
+    return "\n".join(out) + "\n"
+
+
+def nccl_tests_json(summary: dict, argv: list[str] | None = None) -> dict:
+    """The shape of nccl-tests' ``-J`` file (its version 2): results with out_of_place and
+    in_place objects, the out-of-bounds count and the average bus bandwidth."""
+    rows = [x for x in nccl_rows(summary) if x["faithful"]]
+    now = time.strftime("%Y-%m-%d %H:%M:%S")
+    wrong = sum(x["nwrong"] for x in rows)
+    avg = sum(x["bus_bw"] for x in rows) / len(rows) if rows else 0.0
+    return {"version": 2, "start_time": now, "args": list(argv or []), "env": [],
+            "nccl_version": 0,
+            "config": {"nthreads": 1, "ngpus": 1, "minimum_bytes": min((x["size"] for x in rows), default=0),
+                       "maximum_bytes": max((x["size"] for x in rows), default=0),
+                       "step_factor": 1, "warmup_iters": 0, "iterations": 1,
+                       "aggregated_iterations": 1, "validation": 1, "graph": 0,
+                       "blocking_collectives": "false", "per_iter_timing": "false",
+                       "parallel_init": "false", "devices": []},
+            "results": [{"size": x["size"], "count": x["count"], "type": x["type"],
+                         "redop": x["redop"], "root": f"{x['root']:6d}",
+                         "out_of_place": {k: x[k] for k in ("time", "alg_bw", "bus_bw",
+                                                            "nwrong")},
+                         "in_place": {k: x[k] for k in ("time", "alg_bw", "bus_bw", "nwrong")},
+                         "actual_iterations": 1, "experiment_name": x["experiment_name"]}
+                        for x in rows],
+            "out_of_bounds": {"count": wrong, "okay": "true" if not wrong else "false"},
+            "average_bus_bandwidth": {"bandwidth": avg, "okay": "unchecked"},
+            "errors": [], "end_time": now}

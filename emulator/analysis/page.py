@@ -1,0 +1,144 @@
+"""``index.html`` for a run, a run set and a sweep (issue 16): the verdict and its reasons,
+the tables, every plot, links to the raw files and the trace. Static and self-contained:
+a browser opens it from disk, with no server and no network (no script, no external
+style or font). Written by ``report.summarize`` and ``launch.sweep.run_sweep``.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+
+STYLE = """body{font-family:sans-serif;margin:2em;max-width:80em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #bbb;
+padding:.2em .6em;text-align:right}th{background:#eee}td.l,th.l{text-align:left}
+.bad{color:#b00;font-weight:bold}.ok{color:#070}img{max-width:100%;border:1px solid #ddd;
+margin:.5em 0}code{background:#f4f4f4;padding:0 .2em}"""
+
+
+def _e(x) -> str:
+    return html.escape(str(x))
+
+
+def _table(head: list[str], rows: list[list], left: int = 1) -> str:
+    """Cells are escaped here, except those wrapped by :func:`_raw` (links)."""
+    def cell(i, v, tag):
+        cls = ' class="l"' if i < left else ""
+        return f"<{tag}{cls}>{v.html if isinstance(v, _raw) else _e(v)}</{tag}>"
+    out = ["<table><tr>" + "".join(cell(i, h, "th") for i, h in enumerate(head)) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(cell(i, v, "td") for i, v in enumerate(r)) + "</tr>")
+    return "\n".join(out) + "</table>"
+
+
+class _raw:
+    def __init__(self, text: str):
+        self.html = text
+
+
+def _link(href: str, text: str | None = None) -> _raw:
+    return _raw(f'<a href="{html.escape(href, quote=True)}">{_e(text or href)}</a>')
+
+
+def _ms(s) -> str:
+    return "-" if s is None else f"{s * 1e3:.1f}"
+
+
+def _verdict(run: dict) -> _raw:
+    f = run["fidelity"]
+    if f.get("errors"):
+        return _raw('<span class="bad">WRONG</span>')
+    return _raw('<span class="ok">faithful</span>' if f["faithful"]
+                else '<span class="bad">unfaithful</span>')
+
+
+def _page(title: str, body: list[str]) -> str:
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{_e(title)}</title>"
+            f"<style>{STYLE}</style></head><body>\n<h1>{_e(title)}</h1>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def _write(path: str, text: str) -> str:
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def run_page(run: dict) -> str:
+    """A run folder's ``index.html`` (``run``: its ``report.analyze_run`` result)."""
+    d = run["rundir"]
+    f = run["fidelity"]
+    body = [f"<p>Verdict: {_verdict(run).html}</p>"]
+    if f.get("errors") or f.get("reasons"):
+        body.append("<ul>" + "".join(f'<li class="bad">{_e(x)}</li>'
+                                     for x in f.get("errors", []) + f.get("reasons", []))
+                    + "</ul>")
+    for j in run["jobs"]:
+        body.append(f"<h2>Job {j['job']}: {_e(j['algorithm'])}, {j['ranks']} ranks, "
+                    f"JCT {_ms(j['jct_s'])} ms, max step overlap {j['max_step_overlap']}</h2>")
+        body.append(_table(["pass", "bytes", "CCT (ms)", "bound (ms)", "CCT / bound", "verified"],
+                           [[c["pass"], c["nbytes"], _ms(c["cct_s"]), _ms(c["theoretical_cct_s"]),
+                             "-" if c["cct_ratio"] is None else f"{c['cct_ratio']:.2f}",
+                             "yes" if c["verified"] else "NO"] for c in j["collectives"]]))
+    t = run.get("transport", {})
+    if t:
+        body.append("<h2>Transport</h2>" + _table(list(t), [list(t.values())], left=0))
+    nums = {k: v for k, v in f.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    body.append("<h2>Fidelity</h2>" + _table(["measure", "value"],
+                                             [[k, f"{v:.4g}"] for k, v in nums.items()]))
+    files = sorted(n for n in os.listdir(d) if not n.startswith("."))
+    body.append("<h2>Files</h2><p>Timeline: " + _link("trace.json").html + " (open it in "
+                "Perfetto's UI or chrome://tracing). Tables: "
+                + ", ".join(_link(n).html for n in ("flows.csv", "steps.csv", "ports.csv")
+                            if n in files) + ".</p><p>"
+                + " ".join(_link(n).html for n in files) + "</p>")
+    return _write(os.path.join(d, "index.html"),
+                  _page(f"{run['scheme']}, seed {run['seed']}", body))
+
+
+def set_page(out_dir: str, summary: dict) -> str:
+    """A run set's ``index.html`` (``summary``: ``report.summarize``'s)."""
+    runs = summary["runs"]
+    body = [f"<p>{len(runs)} run(s); {len(summary.get('excluded', []))} left out of every "
+            f"median (unfaithful or wrong, listed below). D = "
+            f"{summary['scale']['dilation']:g}.</p>"]
+    comp = summary.get("comparison", {})
+    if comp:
+        body.append("<h2>Schemes (faithful runs)</h2>" + _table(
+            ["scheme", "median CCT (ms)", "median JCT (ms)", "median max overlap"],
+            [[s, _ms(c.get("cct_s")), _ms(c.get("jct_s")), c.get("max_step_overlap")]
+             for s, c in comp.items()]))
+    seeds = summary.get("seeds", {})
+    if seeds.get("schemes"):
+        body.append("<h2>Across seeds</h2>" + _table(
+            ["scheme", "seeds", "median of the seeds' median CCT (ms)", "P25", "P75"],
+            [[s, x["cct_s"]["n"], _ms(x["cct_s"]["median"]), _ms(x["cct_s"]["p25"]),
+              _ms(x["cct_s"]["p75"])] for s, x in seeds["schemes"].items()]))
+        if seeds.get("paired"):
+            body.append(_table(
+                ["vs baseline, paired by seed", "median", "P25", "P75", "faster in"],
+                [[s, f"{q['median']:+.1%}", f"{q['p25']:+.1%}", f"{q['p75']:+.1%}",
+                  f"{q['faster']} of {q['n']}"] for s, q in seeds["paired"].items()]))
+    body.append("<h2>Runs</h2>" + _table(
+        ["run", "verdict", "reasons"],
+        [[_link(os.path.relpath(os.path.join(r["rundir"], "index.html"), out_dir),
+                f"{r['scheme']} seed {r['seed']}"), _verdict(r),
+          "; ".join(r["fidelity"].get("errors", []) + r["fidelity"].get("reasons", []))]
+         for r in runs]))
+    for p in summary.get("plots", []):
+        rel = os.path.relpath(p, out_dir)
+        body.append(f'<h3>{_e(rel)}</h3><img src="{html.escape(rel, quote=True)}" alt="{_e(rel)}">')
+    files = [n for n in ("summary.json", "nccl-tests.json") if os.path.exists(os.path.join(out_dir, n))]
+    body.append("<p>" + " ".join(_link(n).html for n in files) + "</p>")
+    return _write(os.path.join(out_dir, "index.html"), _page(summary["name"], body))
+
+
+def sweep_page(out_dir: str, points: list[str], plots: list[str]) -> str:
+    """A sweep folder's ``index.html``: its points (each a run set) and its plots."""
+    body = [_table(["point"], [[_link(os.path.join(p, "index.html"), p)] for p in points])]
+    for p in plots:
+        rel = os.path.relpath(p, out_dir)
+        body.append(f'<img src="{html.escape(rel, quote=True)}" alt="{_e(rel)}">')
+    body.append("<p>" + _link("sweep.csv").html + "</p>")
+    return _write(os.path.join(out_dir, "index.html"),
+                  _page(f"sweep: {os.path.basename(os.path.abspath(out_dir))}", body))

@@ -1,0 +1,103 @@
+"""nccl-tests' output and the report page from a run's summary (emulator/analysis/export.py,
+page.py), pure: a summary dict written here, no run. The emulation test
+(test_exports_emulation.py) checks the same on a real run."""
+
+import os
+import re
+
+import pytest
+
+from emulator.analysis import export, page
+
+N = 4                                  # ranks in the ring: all-reduce bus factor 2(N-1)/N
+
+
+def summary(algorithm="ring_allreduce", factor=2 * (N - 1) / N, faithful=(True, False)):
+    """Two runs (baseline seed 1 and 2) of one 1 MB collective at D = 1000: the second
+    one unfaithful. cct 4 s emulated = 4 ms real; algbw 1 MB / 4 s emulated."""
+    runs = []
+    for seed, ok in zip((1, 2), faithful):
+        cct = 4.0 * seed
+        alg = 1048576 * 8 / cct                                  # b/s, emulated
+        runs.append({"scheme": "baseline", "seed": seed, "rundir": f"/nowhere/s{seed}",
+                     "fidelity": {"faithful": ok, "reasons": [] if ok else ["CPU 95% busy"],
+                                  "errors": []},
+                     "jobs": [{"job": 1, "algorithm": algorithm, "ranks": N, "jct_s": cct,
+                               "max_step_overlap": 2,
+                               "collectives": [{"pass": 0, "nbytes": 1048576, "cct_s": cct,
+                                                "theoretical_cct_s": 1.0, "cct_ratio": cct,
+                                                "verified": True, "algbw_bps": alg,
+                                                "busbw_bps": alg * factor}]}]})
+    return {"name": "t", "scale": {"dilation": 1000.0}, "runs": runs,
+            "comparison": {"baseline": {"cct_s": 4.0, "jct_s": 4.0, "max_step_overlap": 2}},
+            "seeds": {}, "excluded": [{"scheme": "baseline", "seed": 2}]}
+
+
+def test_nccl_rows_are_real_scale_and_bus_bandwidth_is_the_collectives_factor():
+    rows = export.nccl_rows(summary())
+    x = rows[0]
+    assert (x["size"], x["count"], x["type"], x["redop"], x["root"]) == (1048576, 262144,
+                                                                         "float", "sum", -1)
+    assert x["time"] == pytest.approx(4000.0)                  # 4 s / 1000, in µs
+    assert x["alg_bw"] == pytest.approx(1048576 / 4e-3 / 1e9)  # GB/s at real scale
+    assert x["bus_bw"] / x["alg_bw"] == pytest.approx(2 * (N - 1) / N)
+
+
+def test_all_gather_prints_no_reduction_as_nccl_tests_does():
+    rows = export.nccl_rows(summary("ring_allgather", (N - 1) / N))
+    assert rows[0]["redop"] == "none"
+    assert rows[0]["bus_bw"] / rows[0]["alg_bw"] == pytest.approx((N - 1) / N)
+
+
+def test_the_text_has_nccl_tests_columns_and_footer_and_leaves_unfaithful_runs_out():
+    text = export.nccl_tests_text(summary())
+    lines = text.splitlines()
+    head = next(x for x in lines if "size" in x and "count" in x)
+    assert head.split()[1:] == ["size", "count", "type", "redop", "root", "time", "algbw",
+                                "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"]
+    units = lines[lines.index(head) + 1].split()
+    assert units[1:] == ["(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)", "(us)", "(GB/s)",
+                         "(GB/s)"]
+    rows = [x for x in lines if not x.startswith("#")]
+    assert len(rows) == 1                                       # seed 2 was unfaithful
+    f = rows[0].split()
+    assert f[:5] == ["1048576", "262144", "float", "sum", "-1"]
+    assert float(f[5]) == pytest.approx(4000.0) and f[5:9] == f[9:13]
+    assert "# 1 collective(s) of unfaithful runs left out" in lines
+    assert re.search(r"^# Out of bounds values : 0 OK$", text, re.M)
+    avg = float(re.search(r"^# Avg bus bandwidth    : (\S+)", text, re.M).group(1))
+    assert avg == pytest.approx(float(f[7]), rel=0.01)
+
+
+@pytest.mark.parametrize("value,width,text", [
+    (4000.0, 7, "4000.00"), (12345.6, 7, "12345.6"), (123456.7, 7, " 123457"),
+    (1234567.0, 7, "1234567"), (12345678.0, 7, "1.2e+07"), (0.153, 6, "  0.15"),
+    (12345.6, 6, " 12346")])
+def test_numbers_take_the_width_and_decimals_nccl_tests_gives_them(value, width, text):
+    assert export._num(value, width) == text
+
+
+def test_the_json_has_the_shape_of_nccl_tests_dash_j_output():
+    j = export.nccl_tests_json(summary(), ["symphony-emu", "run"])
+    assert j["version"] == 2 and j["args"] == ["symphony-emu", "run"]
+    assert set(j) >= {"start_time", "config", "results", "out_of_bounds",
+                      "average_bus_bandwidth", "errors", "end_time"}
+    r = j["results"][0]
+    assert set(r) == {"size", "count", "type", "redop", "root", "out_of_place", "in_place",
+                      "actual_iterations", "experiment_name"}
+    assert set(r["out_of_place"]) == {"time", "alg_bw", "bus_bw", "nwrong"}
+    assert r["experiment_name"] == "t/baseline/seed1/job1/pass0"
+    assert j["out_of_bounds"] == {"count": 0, "okay": "true"}
+
+
+def test_the_set_page_names_every_run_with_its_verdict_and_escapes_what_it_prints(tmp_path):
+    s = summary()
+    s["runs"][1]["fidelity"]["reasons"] = ["<script>alert(1)</script>"]
+    for r in s["runs"]:
+        r["rundir"] = str(tmp_path / f"baseline-seed{r['seed']}")
+    path = page.set_page(str(tmp_path), s)
+    text = open(path).read()
+    assert text.count("faithful</span>") == 2          # "faithful" and "unfaithful"
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert 'href="baseline-seed1/index.html"' in text
+    assert os.path.basename(path) == "index.html"

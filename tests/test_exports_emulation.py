@@ -1,0 +1,169 @@
+"""A run's exports (root): ``symphony-emu run --format nccl-tests`` on a small fabric
+writes flows.csv / steps.csv / ports.csv with the documented columns, a trace whose flow
+slices are exactly the flows of flows.csv, nccl-tests' table with the all-reduce's bus
+factor, and index.html pages whose every image and link is there (issue 16)."""
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from emulator.analysis import export
+from topologies.fabric import REPO_ROOT
+
+pytestmark = pytest.mark.emulation
+
+N = 3
+SPEC = ('name = "exports"\n[scale]\ndilation = 2000\n'
+        f'[topology]\nkind = "dumbbell"\nhosts = {N}\nlink_rate_gbps = 10.0\n'
+        '[[jobs]]\nid = 1\nhosts = "all"\nrings = "single"\nchunk_bytes = 65536\npasses = 2\n'
+        '[run]\nschemes = ["symphony"]\nseeds = [1]\ntimeout_s = 120\n')
+STEPS = 2 * (N - 1)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("exports")
+    spec = tmp / "exports.toml"
+    spec.write_text(SPEC)
+    out = tmp / "out"
+    p = subprocess.run([sys.executable, "-m", "emulator.cli", "run", str(spec), "--out",
+                        str(out), "--format", "nccl-tests"], cwd=REPO_ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode in (0, 1), p.stdout + p.stderr          # 1: flagged, still written
+    return out, out / "symphony-seed1", p.stdout
+
+
+def _csv(path):
+    with open(path, newline="") as f:
+        r = csv.DictReader(f)
+        return r.fieldnames, list(r)
+
+
+def test_the_tables_have_the_documented_columns_and_a_row_per_flow_and_step(run):
+    _, rundir, _ = run
+    cols, flows = _csv(rundir / "flows.csv")
+    assert tuple(cols) == export.FLOW_COLUMNS
+    assert len(flows) == N * STEPS * 2                  # every rank, step and pass
+    assert {(int(f["pass"]), int(f["step"])) for f in flows} == \
+        {(p, s) for p in range(2) for s in range(STEPS)}
+    for f in flows:
+        assert float(f["end_s"]) > float(f["start_s"]) >= 0
+        assert f["path"].startswith(f["src"] + ">leaf0>") and f["path"].endswith(">" + f["dst"])
+        assert int(f["bytes"]) > 0
+    cols, steps = _csv(rundir / "steps.csv")
+    assert tuple(cols) == export.STEP_COLUMNS and len(steps) == len(flows)
+    assert {int(s["rank"]) for s in steps} == set(range(N))
+    cols, ports = _csv(rundir / "ports.csv")
+    assert tuple(cols) == export.PORT_COLUMNS and ports
+    try:
+        import pandas
+    except ImportError:
+        return
+    df = pandas.read_csv(rundir / "flows.csv")
+    assert list(df.columns) == list(export.FLOW_COLUMNS) and len(df) == len(flows)
+
+
+def test_the_trace_has_a_slice_per_flow_and_the_switchs_counters(run):
+    _, rundir, _ = run
+    with open(rundir / "trace.json") as f:
+        t = json.load(f)
+    ev = t["traceEvents"]
+    _, flows = _csv(rundir / "flows.csv")
+    slices = [e for e in ev if e["ph"] == "X"]
+    assert len(slices) == len(flows)
+    assert all(e["dur"] > 0 and e["ts"] >= 0 for e in slices)
+    assert any(e["ph"] == "C" and e["name"].endswith("queue (B)") for e in ev)
+    assert any(e["ph"] == "C" and e["name"].endswith(" marks") for e in ev)
+    assert any(e["ph"] == "C" and e["name"] == "job 1 tracker" for e in ev)   # symphony
+    assert t["otherData"]["dilation"] == 2000
+
+
+def test_nccl_tests_text_and_json_carry_the_all_reduce_bus_factor(run):
+    out, _, stdout = run
+    assert re.search(r"^#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong",
+                     stdout, re.M)
+    assert re.search(r"^# Avg bus bandwidth\s+: \S+", stdout, re.M)
+    with open(out / "nccl-tests.json") as f:
+        j = json.load(f)
+    rows = [x for x in stdout.splitlines() if x and not x.startswith("#")
+            and re.match(r"^\s+\d+\s+\d+\s+float", x)]
+    assert len(rows) == len(j["results"])
+    for r in j["results"]:
+        oop = r["out_of_place"]
+        assert oop["bus_bw"] / oop["alg_bw"] == pytest.approx(2 * (N - 1) / N)
+        assert oop["nwrong"] == 0
+
+
+def test_every_page_image_and_link_is_there_and_no_image_is_blank(run):
+    out, rundir, _ = run
+    import matplotlib.image
+    for d in (out, rundir):
+        text = (d / "index.html").read_text()
+        assert "http://" not in text and "https://" not in text and "<script" not in text
+        for img in re.findall(r'<img src="([^"]+)"', text):
+            pixels = matplotlib.image.imread(os.path.join(d, img))
+            assert pixels.std() > 0.01, img                  # not one flat colour
+        for href in re.findall(r'<a href="([^"]+)"', text):
+            assert os.path.exists(os.path.join(d, href)), href
+    assert re.findall(r'<img src="([^"]+)"', (out / "index.html").read_text())
+
+
+# --- captures -------------------------------------------------------------------------------
+
+PCAP_SPEC = SPEC.replace('[run]', '[switch]\nkmin_bytes = 0\nkmax_bytes = 10000\npmax = 1.0\n'
+                                  '[run]')   # RED marks nearly every packet that queues
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pcap")
+    spec = tmp / "pcap.toml"
+    spec.write_text(PCAP_SPEC.replace('name = "exports"', 'name = "pcap"'))
+    out = tmp / "out"
+    p = subprocess.run([sys.executable, "-m", "emulator.cli", "run", str(spec), "--out",
+                        str(out), "--no-plots", "--pcap", "h1,leaf0-eth1"], cwd=REPO_ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    rundir = out / "symphony-seed1"
+    files = sorted(f for f in os.listdir(rundir) if f.endswith((".pcapng", ".pcap")))
+    return rundir, files
+
+
+def test_a_capture_per_point_from_before_the_job_to_its_end(captured):
+    rundir, files = captured
+    assert [f.rsplit(".", 1)[0] for f in files] == ["h1", "leaf0-eth1"]
+    from scapy.contrib.roce import BTH
+    from scapy.utils import rdpcap
+    pkts = [p for p in rdpcap(str(rundir / files[0])) if p.haslayer(BTH)]
+    _, flows = _csv(rundir / "flows.csv")
+    mine = [f for f in flows if "h1" in (f["src"], f["dst"])]
+    data = sum(int(f["packets"]) for f in mine)
+    assert sum(p[BTH].opcode in (0, 1, 2, 4) for p in pkts) >= data    # none missed
+
+
+def test_every_roce_packet_dissects_as_infiniband_with_a_valid_icrc_ce_marks_and_cnps(captured):
+    rundir, files = captured
+    from scapy.contrib.roce import BTH
+    from scapy.layers.inet import IP
+    from scapy.utils import rdpcap
+    pkts = [p for p in rdpcap(str(rundir / files[0])) if p.haslayer(BTH)]
+    assert all(p[BTH].compute_icrc(None) == bytes(p[IP])[-4:] for p in pkts)
+    ce = sum(p[BTH].opcode in (0, 1, 2, 4) and p[IP].tos & 3 == 3 for p in pkts)
+    cnps = sum(p[BTH].opcode == 0x81 for p in pkts)
+    print(f"\ncapture at h1: {len(pkts)} RoCE packets, {ce} CE-marked data, {cnps} CNPs")
+    assert ce > 0 and cnps > 0
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark is not installed (scripts/setup.sh installs it)")
+    for f in files:
+        out = subprocess.run(["tshark", "-r", str(rundir / f), "-Y", "udp.port == 4791",
+                              "-T", "fields", "-e", "frame.protocols"],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        protos = [x for x in out.stdout.splitlines() if x.strip()]
+        assert protos and all(":infiniband" in x for x in protos), protos[:3]
