@@ -11,6 +11,7 @@ from emulator.spec import DcqcnSpec, SpecError, SwitchSpec, TransportSpec, load
 
 RUNS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runs")
 FIG5 = os.path.join(RUNS, "fig5.toml")
+TABLE1 = os.path.join(RUNS, "table1.toml")         # the main job: no profile, Zhu's DCQCN
 
 
 def test_hpcc_sets_every_item_and_each_reaches_the_hosts_and_switches():
@@ -26,7 +27,8 @@ def test_hpcc_sets_every_item_and_each_reaches_the_hosts_and_switches():
     red = plan.agents["leaf0"].red
     assert (red.kmin_bytes, red.kmax_bytes) == (40000, 160000)
     assert red.rate_ref_bps == pytest.approx(10e9 / spec.scale.dilation)   # per port rate
-    assert planning.compile(load(FIG5), "symphony", 1).agents["leaf0"].red.rate_ref_bps == 0
+    zhu = planning.compile(load(FIG5, ["profile=zhu"]), "symphony", 1)
+    assert zhu.agents["leaf0"].red.rate_ref_bps == 0
     # every item is one of the profile's rows, each with where HPCC has it
     assert len(profiles.overrides("hpcc")) == len(profiles.HPCC) == 9
     assert all(where for _, _, where in profiles.HPCC)
@@ -39,8 +41,8 @@ def test_a_later_set_overrides_one_item_and_leaves_the_rest():
 
 
 def test_a_profile_in_the_file_overrides_the_files_own_keys(tmp_path):
-    text = open(FIG5).read().replace('name = "fig5"', 'name = "fig5"\nprofile = "hpcc"')
-    path = tmp_path / "fig5.toml"
+    text = open(TABLE1).read().replace('name = "table1"', 'name = "table1"\nprofile = "hpcc"')
+    path = tmp_path / "table1.toml"
     path.write_text(text)
     spec = load(str(path))
     assert spec.profile == "hpcc" and spec.dcqcn.variant == "mlx"     # the file says paper
@@ -48,10 +50,20 @@ def test_a_profile_in_the_file_overrides_the_files_own_keys(tmp_path):
 
 
 def test_without_a_profile_nothing_changes():
-    assert load(FIG5).profile is None
-    assert load(FIG5).transport.congestion_flag == "cnp"
-    with pytest.raises(SpecError, match="profile = 'fast': allowed: hpcc"):
-        load(FIG5, ["profile=fast"])
+    assert load(TABLE1).profile is None
+    assert load(TABLE1).transport.congestion_flag == "cnp"
+    with pytest.raises(SpecError, match="profile = 'fast': allowed: hpcc, zhu"):
+        load(TABLE1, ["profile=fast"])
+
+
+def test_the_papers_experiments_run_hpccs_transport_and_the_main_job_zhus():
+    import glob
+    for path in glob.glob(os.path.join(RUNS, "fig*.toml")) + [
+            os.path.join(RUNS, "table2.toml"), os.path.join(RUNS, "table1-paper.toml")]:
+        spec = load(path)
+        assert spec.profile == "hpcc" and spec.dcqcn.variant == "mlx", path
+        assert spec.transport.congestion_flag == "ack" and spec.transport.ack_every == 1
+    assert load(TABLE1).dcqcn.variant == "paper"
 
 
 def test_the_zhu_profile_sets_the_same_keys_as_hpcc_so_each_undoes_the_other():
