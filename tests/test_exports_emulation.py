@@ -116,33 +116,40 @@ def test_every_page_image_and_link_is_there_and_no_image_is_blank(run):
 
 # --- captures -------------------------------------------------------------------------------
 
-PCAP_SPEC = SPEC.replace('[run]', '[switch]\nkmin_bytes = 0\nkmax_bytes = 10000\npmax = 1.0\n'
-                                  '[run]')   # RED marks nearly every packet that queues
+# two messages into h2 at once, RED marking nearly every packet that queues: CE marks at
+# the port toward h2 and CNPs back to the senders
+PCAP_SPEC = ('name = "pcap"\n[scale]\ndilation = 2000\n'
+             '[topology]\nkind = "dumbbell"\nhosts = 3\nlink_rate_gbps = 10.0\n'
+             '[switch]\nkmin_bytes = 0\nkmax_bytes = 10000\npmax = 1.0\n'
+             '[[messages]]\nsrc = "h0"\ndst = "h2"\nbytes = 524288\n'
+             '[[messages]]\nsrc = "h1"\ndst = "h2"\nbytes = 524288\n'
+             '[run]\nschemes = ["baseline"]\nseeds = [1]\ntimeout_s = 120\n')
+POINTS = ("h2", "leaf0-eth3")            # h2's NIC, and the switch port toward it
 
 
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pcap")
     spec = tmp / "pcap.toml"
-    spec.write_text(PCAP_SPEC.replace('name = "exports"', 'name = "pcap"'))
+    spec.write_text(PCAP_SPEC)
     out = tmp / "out"
     p = subprocess.run([sys.executable, "-m", "emulator.cli", "run", str(spec), "--out",
-                        str(out), "--no-plots", "--pcap", "h1,leaf0-eth1"], cwd=REPO_ROOT,
+                        str(out), "--no-plots", "--pcap", ",".join(POINTS)], cwd=REPO_ROOT,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode in (0, 1), p.stdout + p.stderr
-    rundir = out / "symphony-seed1"
+    rundir = out / "baseline-seed1"
     files = sorted(f for f in os.listdir(rundir) if f.endswith((".pcapng", ".pcap")))
     return rundir, files
 
 
 def test_a_capture_per_point_from_before_the_job_to_its_end(captured):
     rundir, files = captured
-    assert [f.rsplit(".", 1)[0] for f in files] == ["h1", "leaf0-eth1"]
+    assert [f.rsplit(".", 1)[0] for f in files] == list(POINTS)
     from scapy.contrib.roce import BTH
     from scapy.utils import rdpcap
     pkts = [p for p in rdpcap(str(rundir / files[0])) if p.haslayer(BTH)]
     _, flows = _csv(rundir / "flows.csv")
-    mine = [f for f in flows if "h1" in (f["src"], f["dst"])]
+    mine = [f for f in flows if "h2" in (f["src"], f["dst"])]
     data = sum(int(f["packets"]) for f in mine)
     assert sum(p[BTH].opcode in (0, 1, 2, 4) for p in pkts) >= data    # none missed
 
@@ -156,7 +163,7 @@ def test_every_roce_packet_dissects_as_infiniband_with_a_valid_icrc_ce_marks_and
     assert all(p[BTH].compute_icrc(None) == bytes(p[IP])[-4:] for p in pkts)
     ce = sum(p[BTH].opcode in (0, 1, 2, 4) and p[IP].tos & 3 == 3 for p in pkts)
     cnps = sum(p[BTH].opcode == 0x81 for p in pkts)
-    print(f"\ncapture at h1: {len(pkts)} RoCE packets, {ce} CE-marked data, {cnps} CNPs")
+    print(f"\ncapture at h2: {len(pkts)} RoCE packets, {ce} CE-marked data, {cnps} CNPs")
     assert ce > 0 and cnps > 0
     if shutil.which("tshark") is None:
         pytest.skip("tshark is not installed (scripts/setup.sh installs it)")
