@@ -22,6 +22,7 @@ N = 3
 SPEC = ('name = "exports"\n[scale]\ndilation = 2000\n'
         f'[topology]\nkind = "dumbbell"\nhosts = {N}\nlink_rate_gbps = 10.0\n'
         '[[jobs]]\nid = 1\nhosts = "all"\nrings = "single"\nchunk_bytes = 65536\npasses = 2\n'
+        '[[perturbations]]\nkind = "symphony_late_start"\nat_ms = 0.1\n'
         '[run]\nschemes = ["symphony"]\nseeds = [1]\ntimeout_s = 120\n')
 STEPS = 2 * (N - 1)
 
@@ -82,6 +83,10 @@ def test_the_trace_has_a_slice_per_flow_and_the_switchs_counters(run):
     assert any(e["ph"] == "C" and e["name"].endswith(" marks") for e in ev)
     assert any(e["ph"] == "C" and e["name"] == "job 1 tracker" for e in ev)   # symphony
     assert t["otherData"]["dilation"] == 2000
+    # Symphony switched on late: the switch's instant, and the perturbation's, near 0.2 s
+    on = [e for e in ev if e["ph"] == "i" and e["name"] == "symphony on"]
+    assert on and all(abs(e["ts"] - 0.2e6) < 0.1e6 for e in on), on
+    assert any(e["ph"] == "i" and e.get("cat") == "perturbation" for e in ev)
 
 
 def test_nccl_tests_text_and_json_carry_the_all_reduce_bus_factor(run):

@@ -195,9 +195,12 @@ def trace(r: _Run) -> dict:
                        "args": {"step_min": x["step_min"], "alpha": x["alpha"]}})
         for x in r.agent(sw, "control"):
             cmd = x.get("command") if isinstance(x.get("command"), dict) else {}
-            if cmd.get("cmd") in ("symphony", "scheme"):
-                ev.append({"name": f"{cmd.get('cmd')} {cmd.get('enabled', cmd.get('name'))}",
-                           "ph": "i", "s": "p", "pid": pid, "ts": r.rel(x["t_s"]) * us})
+            if cmd.get("cmd") == "symphony":
+                what = ("on" if cmd["enabled"] else "off") if "enabled" in cmd else "set " + \
+                    " ".join(f"{k}={v}" for k, v in cmd.items() if k != "cmd")
+                ev.append({"name": f"symphony {what}", "ph": "i", "s": "p", "pid": pid,
+                           "ts": r.rel(x["t_s"]) * us, "args": {"reply_ok": bool(
+                               (x.get("reply") or {}).get("ok"))}})
     for p in r.meas.get("perturbations", []):
         if "fired_s" in p:
             ev.append({"name": p["what"], "cat": "perturbation", "ph": "i", "s": "g",
