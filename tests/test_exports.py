@@ -101,3 +101,22 @@ def test_the_set_page_names_every_run_with_its_verdict_and_escapes_what_it_print
     assert "<script>" not in text and "&lt;script&gt;" in text
     assert 'href="baseline-seed1/index.html"' in text
     assert os.path.basename(path) == "index.html"
+
+
+def test_reduce_scatter_keeps_the_sum_and_its_bus_factor():
+    rows = export.nccl_rows(summary("ring_reducescatter", (N - 1) / N))
+    assert rows[0]["redop"] == "sum"
+    assert rows[0]["bus_bw"] / rows[0]["alg_bw"] == pytest.approx((N - 1) / N)
+
+
+def test_the_sweep_page_links_every_points_page_and_shows_its_plots(tmp_path):
+    for p in ("k_0.001", "k_0.01"):
+        (tmp_path / p).mkdir()
+        (tmp_path / p / "index.html").write_text("<html></html>")
+    plot = tmp_path / "sweep_plot.png"
+    plot.write_bytes(b"\x89PNG")
+    (tmp_path / "sweep.csv").write_text("point\n")
+    text = open(page.sweep_page(str(tmp_path), ["k_0.001", "k_0.01"], [str(plot)])).read()
+    for href in re.findall(r'href="([^"]+)"', text) + re.findall(r'src="([^"]+)"', text):
+        assert (tmp_path / href).exists(), href
+    assert 'href="k_0.01/index.html"' in text and 'src="sweep_plot.png"' in text

@@ -121,14 +121,14 @@ def test_every_page_image_and_link_is_there_and_no_image_is_blank(run):
 
 # --- captures -------------------------------------------------------------------------------
 
-# two messages into h2 at once, RED marking nearly every packet that queues: CE marks at
-# the port toward h2 and CNPs back to the senders
+# a symphony run of two messages into h2 at once, RED marking nearly every packet that
+# queues: CE marks at the port toward h2 and CNPs back to the senders
 PCAP_SPEC = ('name = "pcap"\n[scale]\ndilation = 2000\n'
              '[topology]\nkind = "dumbbell"\nhosts = 3\nlink_rate_gbps = 10.0\n'
              '[switch]\nkmin_bytes = 0\nkmax_bytes = 10000\npmax = 1.0\n'
              '[[messages]]\nsrc = "h0"\ndst = "h2"\nbytes = 524288\n'
              '[[messages]]\nsrc = "h1"\ndst = "h2"\nbytes = 524288\n'
-             '[run]\nschemes = ["baseline"]\nseeds = [1]\ntimeout_s = 120\n')
+             '[run]\nschemes = ["symphony"]\nseeds = [1]\ntimeout_s = 120\n')
 POINTS = ("h2", "leaf0-eth3")            # h2's NIC, and the switch port toward it
 
 
@@ -142,7 +142,7 @@ def captured(tmp_path_factory):
                         str(out), "--no-plots", "--pcap", ",".join(POINTS)], cwd=REPO_ROOT,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode in (0, 1), p.stdout + p.stderr
-    rundir = out / "baseline-seed1"
+    rundir = out / "symphony-seed1"
     files = sorted(f for f in os.listdir(rundir) if f.endswith((".pcapng", ".pcap")))
     return rundir, files
 

@@ -131,6 +131,8 @@ def analyze_run(rundir: str) -> dict:
     sends = run.host_records("send_flow")
     transport = {k: sum(r.get(k) or 0 for r in sends)
                  for k in ("packets", "retransmits", "timeouts", "naks", "cnps")}
+    # drop-tail buffers where the paper's fabric was lossless (PFC): how often they dropped
+    transport["switch_drops"] = switch_losses(meas)
     # Strict priority (pq) may starve the low class past the RTO: a real timeout there
     scheme = SCHEMES.get(man["scheme"])                  # None: a model-only scheme
     lossy = (scheme is not None and scheme.may_starve) or any(
@@ -518,6 +520,7 @@ def print_tables(summary: dict, dilation: float) -> None:
         print(f"{'Symphony' if s == 'symphony' else s} vs baseline, median CCT: {d:+.1%}")
     print_seeds(summary)
     print_jobs(summary)
+    print_drops(summary)
     print_emulation_delay(summary)
     print_split(summary)
     print_verdicts(summary)
@@ -555,6 +558,22 @@ def print_split(summary: dict) -> None:
         print(f"Symphony's median CCT, {-y['gain_vs_baseline']:+.1%} against the baseline's, "
               f"is {y['realised_share_of_ideal']:.0%} of what ideal-priority wins on the same "
               f"paths ({-y['ideal_gain']:+.1%})")
+
+
+def print_drops(summary: dict) -> None:
+    """How many packets the switches dropped per run (drop-tail buffers and NFQUEUE; the
+    paper's simulator is lossless, PFC, which this kernel's veths cannot give)."""
+    if summary.get("backend", "emulation") != "emulation":
+        return
+    drops = [(r["scheme"], (r.get("transport") or {}).get("switch_drops"))
+             for r in summary["runs"]]
+    drops = [(s, d) for s, d in drops if d is not None]
+    if not drops:
+        return
+    hit = [(s, d) for s, d in drops if d]
+    print(f"\nswitch drops (drop-tail; the paper's fabric was lossless): {len(hit)} of "
+          f"{len(drops)} runs dropped packets"
+          + (f", at most {max(d for _, d in hit)} in one run" if hit else ""))
 
 
 def print_emulation_delay(summary: dict) -> None:
