@@ -27,17 +27,23 @@ SPEC = ('name = "exports"\n[scale]\ndilation = 2000\n'
 STEPS = 2 * (N - 1)
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("exports")
-    spec = tmp / "exports.toml"
-    spec.write_text(SPEC)
+def symphony_emu_run(tmp_path_factory, name: str, spec_text: str, *args):
+    """``symphony-emu run`` of a spec as a user runs it: (its output folder, the
+    symphony seed 1 run folder, what it printed)."""
+    tmp = tmp_path_factory.mktemp(name)
+    spec = tmp / f"{name}.toml"
+    spec.write_text(spec_text)
     out = tmp / "out"
     p = subprocess.run([sys.executable, "-m", "emulator.cli", "run", str(spec), "--out",
-                        str(out), "--format", "nccl-tests"], cwd=REPO_ROOT,
+                        str(out), *args], cwd=REPO_ROOT,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode in (0, 1), p.stdout + p.stderr          # 1: flagged, still written
     return out, out / "symphony-seed1", p.stdout
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return symphony_emu_run(tmp_path_factory, "exports", SPEC, "--format", "nccl-tests")
 
 
 def _csv(path):
@@ -134,15 +140,8 @@ POINTS = ("h2", "leaf0-eth3")            # h2's NIC, and the switch port toward 
 
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("pcap")
-    spec = tmp / "pcap.toml"
-    spec.write_text(PCAP_SPEC)
-    out = tmp / "out"
-    p = subprocess.run([sys.executable, "-m", "emulator.cli", "run", str(spec), "--out",
-                        str(out), "--no-plots", "--pcap", ",".join(POINTS)], cwd=REPO_ROOT,
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode in (0, 1), p.stdout + p.stderr
-    rundir = out / "symphony-seed1"
+    _, rundir, _ = symphony_emu_run(tmp_path_factory, "pcap", PCAP_SPEC, "--no-plots",
+                                    "--pcap", ",".join(POINTS))
     files = sorted(f for f in os.listdir(rundir) if f.endswith((".pcapng", ".pcap")))
     return rundir, files
 
