@@ -29,7 +29,9 @@ def test_predict_static_routing_is_the_lockstep_bound_in_the_report(tmp_path):
     for r in summary["runs"]:
         assert r["backend"] == "fluid" and r["fidelity"]["faithful"], r["fidelity"]
         for c in r["jobs"][0]["collectives"]:
-            assert c["verified"] and c["cct_ratio"] == pytest.approx(1.0, rel=1e-9)
+            # the bound, plus each step's host processing time (0.1 us real scale,
+            # emulator.model.from_plan.HOST_POST_DELAY_S): ~0.2 ms on steps of ~107 ms
+            assert c["verified"] and 1.0 < c["cct_ratio"] < 1.01
 
 
 def test_predict_ecmp_collides_and_ideal_priority_wins_some_of_it_back(tmp_path):
@@ -56,8 +58,10 @@ def test_predict_follows_the_plan_perturbations_and_says_what_it_cannot_model():
     bound = plan.layouts[0]
     from emulator.plan.layout import theoretical_cct_s
     theo = theoretical_cct_s(bound, plan.link_rate_bps, plan.mtu_bytes)
-    # the hop into h0 at half rate: ring 0 runs at half speed, every step
-    assert max(r["end_s"] for r in res.collectives) == pytest.approx(2 * theo, rel=1e-6)
+    # the hop into h0 at half rate: ring 0 runs at half speed, every step (plus the hosts'
+    # processing time, ~0.2 ms a step here: emulator.model.from_plan.HOST_POST_DELAY_S)
+    assert max(r["end_s"] for r in res.collectives) == pytest.approx(2 * theo, rel=5e-3)
+    assert max(r["end_s"] for r in res.collectives) > 2 * theo
     assert inp.not_modelled and "loses nothing" in inp.not_modelled[0]
 
 

@@ -66,3 +66,29 @@ def test_the_spec_names_the_key_and_value_of_a_bad_ring_size():
                       overrides=['jobs.0.rings="rail"'])
     assert_spec_error(PAPER, "jobs[0].ring_size", "grid algorithm",
                       overrides=['jobs.0.algorithm="ring2d_allreduce"', "jobs.0.grid=[4, 8]"])
+
+
+def test_a_block_rings_schedule_sends_to_the_next_host_in_leaf_order_at_every_step():
+    """Who sends to whom: at each of the 14 steps every rank of ring 1 (h2, h3, h10, h11,
+    ...) sends its step's chunk to its ring successor and receives from its predecessor;
+    4 of the ring's 8 flows cross the spines at every step (h3 -> h10, h11 -> h18,
+    h19 -> h26, h27 -> h2); the chunk each sends is the one it received a step before."""
+    from hosts.collectives import collective
+    ring = rings.rings(hosts(32), 8, "blocks", 8)[1]
+    assert ring == (2, 3, 10, 11, 18, 19, 26, 27)
+    nbytes = 8 * 4096
+    sched = {r: collective("ring_allreduce").schedule(ring, r, nbytes, 4) for r in ring}
+    for s in range(14):
+        sends = {}
+        for pos, r in enumerate(ring):
+            st = sched[r].steps[s]
+            assert st.step == s
+            assert ring[st.send_to] == ring[(pos + 1) % 8]
+            assert ring[st.recv_from] == ring[pos - 1]
+            sends[r] = ring[st.send_to]
+        crossing = {(a, b) for a, b in sends.items()
+                    if rings.leaf_of(f"h{a}", 8) != rings.leaf_of(f"h{b}", 8)}
+        assert crossing == {(3, 10), (11, 18), (19, 26), (27, 2)}
+        if s:
+            for pos, r in enumerate(ring):        # forwards what it got from its predecessor
+                assert sched[r].steps[s].send_range == sched[r].steps[s - 1].recv_range

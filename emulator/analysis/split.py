@@ -89,7 +89,8 @@ def replay(rundir: str, man: dict, lays) -> dict | None:
     fluid = {scheme: simulate(inp.fabric, inp.jobs, scheme=scheme, rng=man["seed"],
                               mtu_bytes=inp.mtu_bytes, background=inp.background,
                               link_events=inp.link_events, paths=paths,
-                              per_step_sport=inp.per_step_sport, messages=inp.messages)
+                              per_step_sport=inp.per_step_sport, messages=inp.messages,
+                              post_delay_s=inp.post_delay_s)
              for scheme in ("baseline", "ideal-priority")}
     out = {"paths_recorded": len(paths), "flows": len(run.host_records("send_flow")),
            "jobs": _job_splits(run, plan, fluid), "not_modelled": list(inp.not_modelled)}

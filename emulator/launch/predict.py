@@ -37,7 +37,8 @@ def predict_one(spec: Spec, scheme: str, seed: int, rundir: str | None = None,
     res = simulate(inp.fabric, inp.jobs, scheme=scheme, rng=seed, mtu_bytes=inp.mtu_bytes,
                    background=inp.background, link_events=inp.link_events,
                    per_step_sport=inp.per_step_sport, granularity=granularity,
-                   messages=inp.messages)
+                   messages=inp.messages,
+                   post_delay_s=inp.post_delay_s)
     wall = time.perf_counter() - t0
     if rundir is not None:
         write_run(RunFolder(rundir), plan, spec, scheme, res, inp, wall, granularity)

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 Rng = Union[random.Random, "np.random.Generator", int, None]
 
 SCHEMES = ("baseline", "ideal-priority", "pq")
+POST_STREAM = 0x5DEECE66D        # keys the post-delay stream apart from the ECMP choices
 GRANULARITIES = ("per_job", "per_ring")
 
 
@@ -59,7 +60,7 @@ def simulate(fabric: Fabric, jobs: Sequence[JobInput | JobLayout], *, scheme: st
              background: Sequence[Background] = (), link_events: Sequence[LinkEvent] = (),
              paths: Mapping[FlowKey, Sequence[str]] | None = None,
              per_step_sport: bool = True, granularity: str = "per_job",
-             messages: Sequence[Message] = ()) -> ModelResult:
+             messages: Sequence[Message] = (), post_delay_s: float = 0.0) -> ModelResult:
     """Run ``jobs`` (``JobInput``, or ``JobLayout``: no stragglers) and plain ``messages``
     (each a flow of its (job, step) from its ``start_s``) on ``fabric`` under
     ``scheme`` (``baseline`` | ``ideal-priority`` | ``pq``; ``granularity`` of
@@ -67,13 +68,22 @@ def simulate(fabric: Fabric, jobs: Sequence[JobInput | JobLayout], *, scheme: st
     ``static``); ``rng`` (a ``random.Random``, a numpy ``Generator`` or an int seed; None:
     seed 0) keys the ECMP choices, one draw taken from it; ``paths`` overrides them per
     flow (src/dst as names or IPs) while every link of the given path is up. Times in
-    seconds from the run's t = 0; ``mtu_bytes``: the RoCE MTU (``transport.mtu_bytes``)."""
+    seconds from the run's t = 0; ``mtu_bytes``: the RoCE MTU (``transport.mtu_bytes``).
+    ``post_delay_s``: the mean of an exponential delay between a rank's cue (its start, or
+    the receive it applies) and the send it posts, a host's processing time: without it
+    every flow of a step starts at the same instant as its cue and the fluid model keeps
+    exact ties that real hosts break, which over many passes changes its answer by tens of
+    per cent (docs/architecture.md, "The flow-level model"). Drawn from a stream of its
+    own, keyed by ``rng`` like the ECMP choices."""
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; allowed: {', '.join(SCHEMES)}")
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}")
     jobs = [j if isinstance(j, JobInput) else JobInput.from_layout(j) for j in jobs]
-    run = _Run(fabric, scheme, granularity, _salt(rng), mtu_bytes, per_step_sport, paths)
+    if not post_delay_s >= 0:
+        raise ValueError(f"post_delay_s must be >= 0, got {post_delay_s}")
+    run = _Run(fabric, scheme, granularity, _salt(rng), mtu_bytes, per_step_sport, paths,
+               post_delay_s)
     return run.run(jobs, background, link_events, messages)
 
 
@@ -90,8 +100,11 @@ def _salt(rng) -> int:
 
 
 class _Run:
-    def __init__(self, fabric, scheme, granularity, salt, mtu_bytes, per_step_sport, paths):
+    def __init__(self, fabric, scheme, granularity, salt, mtu_bytes, per_step_sport, paths,
+                 post_delay_s=0.0):
         self.fab, self.salt, self.mtu, self.per_step = fabric, salt, mtu_bytes, per_step_sport
+        self.post_delay = post_delay_s
+        self.post_rng = random.Random(salt ^ POST_STREAM)
         self.prio = Priorities(scheme, granularity)
         self.cap = [fabric.capacity_bps[ln] for ln in fabric.links]
         self.users = [set() for _ in fabric.links]
@@ -227,6 +240,15 @@ class _Run:
 
     # --- flows ------------------------------------------------------------------------
     def send(self, prog: RankProgram, pass_index: int, i: int, t_s: float) -> None:
+        """A rank posts step ``i``'s send, cued at ``t_s``: it starts a host's
+        processing time later."""
+        if self.post_delay:
+            delay = self.post_rng.expovariate(1.0 / self.post_delay)
+            self.at(t_s + delay, lambda t: self._post(prog, pass_index, i, t))
+        else:
+            self._post(prog, pass_index, i, t_s)
+
+    def _post(self, prog: RankProgram, pass_index: int, i: int, t_s: float) -> None:
         st = prog.schedule(pass_index).steps[i]
         dst_rank = prog.schedule(pass_index).rings[st.ring][st.send_to]
         receiver = self.programs[(prog.job.job, dst_rank)]
