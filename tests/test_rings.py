@@ -92,3 +92,14 @@ def test_a_block_rings_schedule_sends_to_the_next_host_in_leaf_order_at_every_st
         if s:
             for pos, r in enumerate(ring):        # forwards what it got from its predecessor
                 assert sched[r].steps[s].send_range == sched[r].steps[s - 1].recv_range
+
+
+def test_the_two_leaf_counterpoint_puts_2_of_each_rings_8_hops_on_the_spines():
+    spec = load(os.path.join(MAIN, "runs", "table1-two-leaf.toml"))
+    assert len(spec.jobs) == 4 and sorted(h for j in spec.jobs for h in j.hosts) == \
+        sorted(hosts(32))
+    for job in spec.jobs:
+        ring = list(job.hosts)
+        leaf = [rings.leaf_of(h, 8) for h in ring]
+        assert len(set(leaf)) == 2
+        assert sum(leaf[i] != leaf[(i + 1) % 8] for i in range(8)) == 2
