@@ -83,7 +83,7 @@ class Agent:
         for name, p in cfg.ports.items():
             ports[self.ns.run(socket.if_nametoindex, name)] = Port(
                 name, EgressQueue(p.rate_bps, p.buffer_bytes, p.burst_bytes),
-                trace=[] if cfg.trace_arrivals else None)
+                trace=[] if cfg.trace_arrivals else None, shared_buffer=p.shared_buffer)
         self.pipeline = SwitchPipeline(ports, cfg.red, SymphonyTracker(cfg.symphony),
                                        random.Random(cfg.seed).random, scheme=cfg.scheme,
                                        tracking=cfg.symphony.tracking,

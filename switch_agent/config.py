@@ -82,6 +82,9 @@ class PortParams(Codec):
     rate_bps: float
     buffer_bytes: int
     burst_bytes: float = 0.0      # the port shaper's token bucket (HTB burst)
+    # The kernel holds one FIFO of buffer_bytes per class (pq: two), the port one buffer:
+    # the agent drops what overflows it (docs/architecture.md §5.4).
+    shared_buffer: bool = False
 
     def __post_init__(self):
         check(finite(self.rate_bps) and MIN_RATE_BPS <= self.rate_bps <= MAX_RATE_BPS,

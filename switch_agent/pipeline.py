@@ -9,7 +9,8 @@ Per packet, in order (docs/architecture.md §5):
    so does RoCE data of no job (a P_Key not ``0x8000 | job``: 0, 0xFFFF, no
    full-member bit), counted as foreign and never given Symphony state.
 3. Fault injection: drop the given fraction of RoCE data packets (a lossy link).
-4. Queue model: enqueue on the port (drain at the port's rate, drop-tail at the buffer).
+4. Queue model: enqueue on the port (drain at the port's rate, drop-tail at the buffer;
+   the kernel drops what overflows, or the agent, on a port whose classes share it).
 5. Congestion point: RED probability on the queue (§5.2).
 6. The switch scheme (``switch_agent.schemes``): Symphony's marking decision, or the
    priority-queue baseline's class (lagging flows get DSCP ``PQ_HIGH_DSCP`` written,
@@ -63,6 +64,10 @@ class Port:
     # found incl. itself or -1 if dropped, RoCE data?), for replaying the port offline
     # (emulator.analysis.marking_point: marking at enqueue vs at dequeue)
     trace: list | None = None
+    # The kernel gives each of the port's classes a FIFO of the buffer's size (pq: two),
+    # so it would hold up to twice what a switch's port holds: the agent drops what
+    # overflows the model's one buffer itself (docs/architecture.md §5.4).
+    shared_buffer: bool = False
 
 
 class SwitchPipeline:
@@ -136,7 +141,8 @@ class SwitchPipeline:
                 port.trace.append((now_s, nbytes + L2_HEADER_BYTES, q, 0))
             if q < 0:
                 c.model_drops += 1
-            elif q > port.window_max_q_bytes:
+                return b"" if port.shared_buffer else None
+            if q > port.window_max_q_bytes:
                 port.window_max_q_bytes = q
             return None
         c.roce_pkts += 1
@@ -150,7 +156,7 @@ class SwitchPipeline:
             port.trace.append((now_s, nbytes + L2_HEADER_BYTES, q, 1))
         if q < 0:
             c.model_drops += 1      # the kernel's FIFO will drop it too; nothing to mark
-            return None
+            return b"" if port.shared_buffer else None
         if q > port.window_max_q_bytes:
             port.window_max_q_bytes = q
 

@@ -104,3 +104,21 @@ def test_the_pipeline_records_each_flows_egress_port_from_its_first_packet():
     feed(pipe, [packet(5, psn) for psn in range(3)] + [packet(6, 0, channel=2)])
     src_dst = bytes([10, 0, 0, 2, 10, 0, 1, 2])
     assert pipe.flow_ports == {(1, 0, 5, src_dst): "p", (1, 2, 6, src_dst): "p"}
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_port_whose_classes_share_one_buffer_drops_what_overflows_it(shared):
+    # A pq port is two kernel FIFOs of the buffer's size each: without the agent's own
+    # drop it would hold twice the buffer. 10 frames offered at once into 4 frames' room:
+    # the model keeps 4 and the agent drops the other 6 itself (only on a shared port;
+    # on a FIFO port the kernel's own FIFO drops them and the agent leaves them be).
+    frame = packet(5, 0)
+    room = 4 * (len(frame) + 14)
+    port = Port("p", EgressQueue(1e6, room), shared_buffer=shared)
+    pipe = SwitchPipeline({PORT: port}, RED_OFF,
+                          SymphonyTracker(SymphonyParams(t_win_s=1.0, n_warmup=0)),
+                          random.Random(1).random, scheme="pq")
+    out = [pipe.handle(packet(5, psn), PORT, 0.0) for psn in range(10)]
+    assert [v == b"" for v in out] == [False] * 4 + [shared] * 6
+    assert pipe.totals()["total"]["model_drops"] == 6
+    assert port.queue.backlog(0.0) == pytest.approx(room)

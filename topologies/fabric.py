@@ -445,8 +445,9 @@ class FabricSwitch(OwnedNode, Switch):
             cmds += interface_commands(intf) + shape_commands(intf, rate, self.buffer_bytes,
                                                                   self.qdisc)
             cmds.append(f"sysctl -qw net.ipv4.conf.{intf.replace('.', '/')}.rp_filter=0")
-            ports[intf] = PortParams(rate, self.buffer_bytes, L2_BURST_BYTES)  # pq too: one
-                                                                            # parent bucket
+            # pq too: one parent bucket, and one buffer across its two FIFOs
+            ports[intf] = PortParams(rate, self.buffer_bytes, L2_BURST_BYTES,
+                                     shared_buffer=self.qdisc == "pq")
         cmds += self.route_commands()
         # --queue-bypass: with no agent bound to the queue (not yet started, or dead) the
         # kernel forwards unmarked instead of dropping everything (docs/architecture.md §5)
