@@ -152,3 +152,31 @@ def test_a_collective_cut_by_a_permanent_link_failure_is_failed_not_slow(tmp_pat
     assert summary["excluded"] == [{"scheme": "baseline", "seed": 1}]
     assert "baseline" not in summary["comparison"] or \
         summary["comparison"]["baseline"]["cct_s"] is None
+
+
+def test_the_split_gives_the_model_job_time_under_other_timing_draws(tmp_path):
+    # Over several passes the closed-loop model depends on the hosts' timing draws alone
+    # (same paths): the split reports the baseline's job time over TIMING_REPLICAS more
+    # draws beside its own, and the range must hold it and be a real spread.
+    import random
+    from emulator.model.simulate import simulate
+    spec = load(TABLE1, AT_2000 + ["jobs.0.passes=4"])
+    plan = planning.compile(spec, "baseline", 3)
+    inp = model_inputs(plan)
+
+    def sim(scheme, rng):
+        return simulate(inp.fabric, inp.jobs, scheme=scheme, rng=rng, mtu_bytes=inp.mtu_bytes,
+                        per_step_sport=inp.per_step_sport, post_delay_s=inp.post_delay_s)
+    base = sim("baseline", 3)
+    paths = {(r["job"], r["channel"], r["step"], r["src"], r["dst"]): r["path"]
+             for r in base.send_flows}
+    fluid = {"baseline": base, "ideal-priority": sim("ideal-priority", 3)}
+    timing = [simulate(inp.fabric, inp.jobs, rng=random.Random(f"3/timing/{k}"),
+                       mtu_bytes=inp.mtu_bytes, paths=paths, per_step_sport=inp.per_step_sport,
+                       post_delay_s=inp.post_delay_s) for k in range(split.TIMING_REPLICAS)]
+    (job,) = split._job_splits(RunFolder(str(tmp_path)), plan, fluid, timing)
+    lo, hi = job["fluid_jct_range_s"]
+    assert lo <= job["fluid_jct_s"] <= hi
+    assert hi > 1.01 * lo, (lo, hi)        # the timing draws alone move it
+    (none,) = split._job_splits(RunFolder(str(tmp_path)), plan, fluid)
+    assert none["fluid_jct_range_s"] is None

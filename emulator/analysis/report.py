@@ -395,6 +395,9 @@ def compare_split(runs: list[dict]) -> dict:
             jct = {"jct_bound_s": sum(c["bound_s"] for c in j["collectives"]),
                    "jct_fluid_s": j["fluid_jct_s"], "jct_ideal_s": j["ideal_jct_s"],
                    "jct_emulated_s": j.get("emulated_jct_s") if done.get(j["job"]) else None}
+            lo_hi = j.get("fluid_jct_range_s")
+            if lo_hi:
+                jct["jct_fluid_lo_s"], jct["jct_fluid_hi_s"] = lo_hi
             for k, v in jct.items():
                 if v is not None:
                     by[r["scheme"]][k].append(v)
@@ -553,6 +556,11 @@ def print_split(summary: dict) -> None:
                   f"{d['jct_bound_s'] * 1e3:.1f} ms (back to back), model "
                   f"{d['jct_fluid_s'] * 1e3:.1f}, ideal-priority {d['jct_ideal_s'] * 1e3:.1f}, "
                   f"emulated {d['jct_emulated_s'] * 1e3:.1f}")
+            if "jct_fluid_lo_s" in d:
+                print(f"{'':<10} the model's job time under {split.TIMING_REPLICAS + 1} draws "
+                      f"of the hosts' timing on the same paths: {d['jct_fluid_lo_s'] * 1e3:.1f}"
+                      f"-{d['jct_fluid_hi_s'] * 1e3:.1f} ms (medians of each run's min and max; "
+                      "over many passes the model is chaotic, so one draw is not a bound)")
     y = sp.get("symphony", {})
     if "realised_share_of_ideal" in y:
         print(f"Symphony's median CCT, {-y['gain_vs_baseline']:+.1%} against the baseline's, "

@@ -21,6 +21,7 @@ the model (fluid = bound), transport is emulation error alone: the verdict check
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 from emulator import plan as planning
@@ -34,6 +35,11 @@ from hosts import wire
 from topologies import fabric as wiring
 
 STATIC_ERROR_MAX = 1.05      # emulated / fluid where the model sees no congestion
+# Over many back-to-back collectives the model's closed loop is chaotic: hosts' processing
+# times (the post delay's random stream) alone move a job's time by tens of per cent on the
+# same paths (docs/architecture.md, "The flow-level model"). So each replay also runs the
+# baseline with this many other streams, and the job's line gives their range.
+TIMING_REPLICAS = 4
 
 
 def port_neighbors(fab) -> dict[str, dict[str, str]]:
@@ -92,8 +98,15 @@ def replay(rundir: str, man: dict, lays) -> dict | None:
                               per_step_sport=inp.per_step_sport, messages=inp.messages,
                               post_delay_s=inp.post_delay_s)
              for scheme in ("baseline", "ideal-priority")}
+    timing = [simulate(inp.fabric, inp.jobs, rng=random.Random(f"{man['seed']}/timing/{k}"),
+                       mtu_bytes=inp.mtu_bytes, background=inp.background,
+                       link_events=inp.link_events, paths=paths,
+                       per_step_sport=inp.per_step_sport, messages=inp.messages,
+                       post_delay_s=inp.post_delay_s)
+              for k in range(TIMING_REPLICAS if plan.layouts and inp.post_delay_s else 0)]
     out = {"paths_recorded": len(paths), "flows": len(run.host_records("send_flow")),
-           "jobs": _job_splits(run, plan, fluid), "not_modelled": list(inp.not_modelled)}
+           "jobs": _job_splits(run, plan, fluid, timing),
+           "not_modelled": list(inp.not_modelled)}
     # Emulation error: under static routing, a job the model sees no congestion in should
     # take the model's time. Judged on the job's span, not per collective: a collective's
     # CCT spans all the job's rings, and their skew (each ring a few % off the bound,
@@ -113,8 +126,9 @@ def replay(rundir: str, man: dict, lays) -> dict | None:
     return out
 
 
-def _job_splits(run: RunFolder, plan, fluid: dict) -> list[dict]:
+def _job_splits(run: RunFolder, plan, fluid: dict, timing=()) -> list[dict]:
     colls = {s: metrics.collective_times(r.collectives) for s, r in fluid.items()}
+    others = [metrics.collective_times(r.collectives) for r in timing]
     emulated = metrics.collective_times(run.host_records("collective"))
     jobs = []
     for lay in plan.layouts:
@@ -131,8 +145,13 @@ def _job_splits(run: RunFolder, plan, fluid: dict) -> list[dict]:
             out.append(c)
         # the job's span, the same way for all three: first collective's start to the
         # last one's end (a training job's compute before its first all-reduce is out)
+        fluid_jct = _span(colls["baseline"], lay.job)
+        spread = [fluid_jct] + [_span(c, lay.job) for c in others] if others else []
+        spread = [x for x in spread if x is not None]
         jobs.append({"job": lay.job, "collectives": out,
-                     "fluid_jct_s": _span(colls["baseline"], lay.job),
+                     "fluid_jct_s": fluid_jct,
+                     # the baseline's job time under other hosts' timing draws (min, max)
+                     "fluid_jct_range_s": [min(spread), max(spread)] if spread else None,
                      "ideal_jct_s": _span(colls["ideal-priority"], lay.job),
                      "emulated_jct_s": _span(emulated, lay.job)})
     return jobs
