@@ -92,17 +92,13 @@ def replay(rundir: str, man: dict, lays) -> dict | None:
     paths = recorded_paths(run, plan)
     if not paths:
         return None
-    fluid = {scheme: simulate(inp.fabric, inp.jobs, scheme=scheme, rng=man["seed"],
-                              mtu_bytes=inp.mtu_bytes, background=inp.background,
-                              link_events=inp.link_events, paths=paths,
-                              per_step_sport=inp.per_step_sport, messages=inp.messages,
-                              post_delay_s=inp.post_delay_s)
-             for scheme in ("baseline", "ideal-priority")}
-    timing = [simulate(inp.fabric, inp.jobs, rng=random.Random(f"{man['seed']}/timing/{k}"),
-                       mtu_bytes=inp.mtu_bytes, background=inp.background,
-                       link_events=inp.link_events, paths=paths,
-                       per_step_sport=inp.per_step_sport, messages=inp.messages,
-                       post_delay_s=inp.post_delay_s)
+    def model(scheme, rng):
+        return simulate(inp.fabric, inp.jobs, scheme=scheme, rng=rng, mtu_bytes=inp.mtu_bytes,
+                        background=inp.background, link_events=inp.link_events, paths=paths,
+                        per_step_sport=inp.per_step_sport, messages=inp.messages,
+                        post_delay_s=inp.post_delay_s)
+    fluid = {scheme: model(scheme, man["seed"]) for scheme in ("baseline", "ideal-priority")}
+    timing = [model("baseline", random.Random(f"{man['seed']}/timing/{k}"))
               for k in range(TIMING_REPLICAS if plan.layouts and inp.post_delay_s else 0)]
     out = {"paths_recorded": len(paths), "flows": len(run.host_records("send_flow")),
            "jobs": _job_splits(run, plan, fluid, timing),
