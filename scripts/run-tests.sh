@@ -4,6 +4,7 @@
 # Extra arguments go to pytest (e.g. `-m "not emulation"`, `-k symphony`).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+setup_for_tests=1
 source "$here/setup.sh" || exit 1
 set +e
 cd "$repo"

@@ -18,6 +18,13 @@ fi
 # tshark (with dumpcap): `run --pcap` captures with it and the capture tests dissect with it.
 apt_packages=(mininet iptables tcpdump iperf3 ethtool iproute2 iputils-ping
               python3 python3-venv python3-dev gcc procps tshark)
+# The test suite (scripts/run-tests.sh sets setup_for_tests=1) also runs an sshd of its
+# own in each stand-in server's namespace (tests/test_ssh_servers_emulation.py). On a
+# machine that does not already have openssh-server, Debian starts its system service on
+# install (unless policy-rc.d says no); the tests never use that one.
+if [ "${setup_for_tests:-0}" = 1 ]; then
+    apt_packages+=(openssh-server)
+fi
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

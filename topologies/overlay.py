@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 
 from mininet.link import Link
 
-from topologies import fabric
+from topologies import fabric, ssh
 
 VXLAN_PORT = 4789
 VXLAN_OVERHEAD_BYTES = 50          # outer Ethernet + IPv4 + UDP + VXLAN
@@ -74,8 +76,12 @@ class StandInServers:
         tag = tag or str(os.getpid())
         self.underlay_ns = f"symu{tag}"
         self.server_ns = [f"syms{tag}-{i}" for i in range(n)]
+        self.coordinator_ns = f"symc{tag}"
         self.created: list[str] = []         # namespaces, in creation order
         self._vni = 0
+        self.sshd: list[subprocess.Popen] = []
+        self.access: ssh.SshAccess | None = None
+        self._made_privsep = False
 
     def address(self, server: int) -> str:
         return f"{UNDERLAY_NET}.{server + 1}"
@@ -101,8 +107,92 @@ class StandInServers:
             self.stop()
             raise
 
+    def coordinator_address(self) -> str:
+        return f"{UNDERLAY_NET}.254"
+
+    def start_ssh(self, state_dir: str, timeout_s: float = 10.0) -> ssh.SshAccess:
+        """An sshd in each server's namespace, on its underlay address, accepting this
+        run's key only; the coordinator's client in a namespace of its own on the
+        underlay (``coordinator_ns``), so servers are reached only over ssh. Keys, host
+        keys, configurations and logs go to ``state_dir``. Returns the access."""
+        os.makedirs(state_dir, exist_ok=True)
+        try:
+            ns, u = self.coordinator_ns, self.underlay_ns
+            _ip("netns", "add", ns)
+            self.created.append(ns)
+            _ip("-n", ns, "link", "set", "lo", "up")
+            _ip("-n", u, "link", "add", "pc", "mtu", str(UNDERLAY_MTU), "type", "veth",
+                "peer", "name", "underlay", "netns", ns, "mtu", str(UNDERLAY_MTU))
+            _ip("-n", u, "link", "set", "pc", "master", "br0", "up")
+            _ip("-n", ns, "addr", "add", f"{self.coordinator_address()}/24", "dev", "underlay")
+            _ip("-n", ns, "link", "set", "underlay", "up")
+            client = ssh._keygen(os.path.join(state_dir, "id_ed25519"), "symphony-emu")
+            authorized = os.path.join(state_dir, "authorized_keys")
+            with open(authorized, "w") as f:
+                f.write(client + "\n")
+            if not os.path.isdir("/run/sshd"):       # sshd's privilege-separation folder
+                os.makedirs("/run/sshd", mode=0o755)
+                self._made_privsep = True
+            host_keys = []
+            for i, server_ns in enumerate(self.server_ns):
+                host_keys.append(ssh._keygen(os.path.join(state_dir, f"host{i}_ed25519"),
+                                             f"stand-in server {i}"))
+                cfg = os.path.join(state_dir, f"sshd{i}.conf")
+                with open(cfg, "w") as f:
+                    f.write(ssh.sshd_config(state_dir, i, self.address(i), authorized))
+                log = open(os.path.join(state_dir, f"sshd{i}.log"), "ab")
+                parent = os.getpid()
+                self.sshd.append(subprocess.Popen(
+                    ["ip", "netns", "exec", server_ns, ssh.SSHD, "-D", "-e", "-f", cfg],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                    preexec_fn=lambda: fabric.die_with_parent(parent)))
+                log.close()
+            self.access = ssh.SshAccess(state_dir, [self.address(i) for i in range(self.n)],
+                                        host_keys, wrap=("ip", "netns", "exec", ns))
+            deadline = time.monotonic() + timeout_s
+            for i in range(self.n):
+                while self.access.run(i, "true", check=False,
+                                      timeout_s=timeout_s).returncode != 0:
+                    if self.sshd[i].poll() is not None or time.monotonic() > deadline:
+                        with open(os.path.join(state_dir, f"sshd{i}.log"), "rb") as f:
+                            said = f.read().decode(errors="replace").strip()[-500:]
+                        raise RuntimeError(f"stand-in server {i}: sshd did not answer on "
+                                           f"{self.address(i)}:{ssh.SSH_PORT} within "
+                                           f"{timeout_s:g} s: {said or 'no output'}")
+                    time.sleep(0.1)
+            return self.access
+        except BaseException:
+            self.stop()
+            raise
+
     def stop(self) -> list[str]:
-        """Delete the namespaces this made; returns the ones that would not go."""
+        """End the ssh connections and sshds, kill whatever still runs in the namespaces
+        this made, and delete them; returns the namespaces that would not go."""
+        if self.access is not None:
+            self.access.close()
+            self.access = None
+        for p in self.sshd:
+            if p.poll() is None:
+                p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.sshd = []
+        for ns in self.created:          # sessions outlive their sshd: by namespace
+            r = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+            for pid in r.stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        if self._made_privsep:
+            try:
+                os.rmdir("/run/sshd")
+            except OSError:
+                pass
+            self._made_privsep = False
         stuck = []
         for ns in reversed(self.created):
             r = subprocess.run(["ip", "netns", "del", ns], capture_output=True, text=True)

@@ -1,0 +1,90 @@
+"""Stand-in servers reached over real ssh (root): each stand-in server's namespace runs
+Debian's sshd on its underlay address, and the coordinator, in a namespace of its own on
+the underlay, reaches it only through that sshd with the run's key (topologies.ssh)."""
+
+import os
+import subprocess
+
+import pytest
+
+from topologies.overlay import StandInServers
+from topologies.ssh import SSHD
+from tests.conftest import _root_veths
+
+pytestmark = [pytest.mark.emulation,
+              pytest.mark.skipif(not os.path.exists(SSHD),
+                                 reason=f"no {SSHD} (scripts/setup.sh installs openssh-server)")]
+
+
+def _netns() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def _pids_of(paths: list[str]) -> list[int]:
+    """Processes whose network namespace is one of the named ones (by inode)."""
+    inodes = {os.stat(p).st_ino for p in paths if os.path.exists(p)}
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{pid}/ns/net").st_ino in inodes:
+                out.append(int(pid))
+        except OSError:
+            pass
+    return out
+
+
+def test_commands_and_files_reach_each_stand_in_server_only_over_its_sshd(tmp_path):
+    before_ns, before_veths = _netns(), _root_veths()
+    privsep = os.path.isdir("/run/sshd")
+    servers = StandInServers(2, tag=f"t{os.getpid()}")
+    servers.start()
+    try:
+        access = servers.start_ssh(str(tmp_path / "ssh"))
+        ns_paths = [f"/run/netns/{n}" for n in servers.created]
+        for i in range(2):
+            # the command ran in server i's own namespace, where its underlay address is
+            out = access.run(i, "readlink /proc/self/ns/net; ip -4 -o addr show dev underlay")
+            inode, addr = out.stdout.decode().splitlines()
+            assert inode == f"net:[{os.stat(f'/run/netns/{servers.server_ns[i]}').st_ino}]"
+            assert f" {servers.address(i)}/24 " in addr
+            # one multiplexed connection per server, as Mininet Cluster Edition keeps
+            assert os.path.exists(access.control_socket(i))
+        # files there and back, byte for byte (a config out, telemetry back)
+        blob = tmp_path / "config.json"
+        blob.write_bytes(os.urandom(200_000))
+        access.put(1, str(blob), str(tmp_path / "server1" / "run" / "h8.host.json"))
+        access.get(1, str(tmp_path / "server1" / "run" / "h8.host.json"),
+                   str(tmp_path / "back.json"))
+        assert (tmp_path / "back.json").read_bytes() == blob.read_bytes()
+        # a failing command names the server and what it said
+        with pytest.raises(RuntimeError, match=r"server s0 \(192\.168\.250\.1\).*exited 3"):
+            access.run(0, "echo broken >&2; exit 3")
+        # only the run's key gets in: another key is refused (ssh's 255), and the
+        # coordinator's namespace reaches nothing but the underlay
+        other = tmp_path / "other_key"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)],
+                       check=True)
+        def login(key):
+            return subprocess.run(
+                [*access.wrap, "ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o",
+                 f"UserKnownHostsFile={tmp_path / 'ssh' / 'known_hosts'}", "-o",
+                 "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes", "-o",
+                 "IdentityAgent=none", "-i", str(key), f"root@{servers.address(0)}", "true"],
+                capture_output=True, timeout=30)
+        assert login(access.key).returncode == 0
+        refused = login(other)
+        assert refused.returncode == 255 and b"denied" in refused.stderr, refused.stderr
+        routes = subprocess.run(["ip", "-n", servers.coordinator_ns, "-4", "route"],
+                                capture_output=True, text=True).stdout
+        assert routes.split() and "default" not in routes
+        in_namespaces = _pids_of(ns_paths)
+        assert in_namespaces, "the sshds and the ssh masters should be in the namespaces"
+    finally:
+        stuck = servers.stop()
+    assert not stuck
+    assert _netns() == before_ns, "namespaces left behind"
+    assert _root_veths() <= before_veths
+    assert not [p for p in in_namespaces if os.path.exists(f"/proc/{p}")
+                and open(f"/proc/{p}/stat").read().split()[2] != "Z"], "processes left behind"
+    assert os.path.isdir("/run/sshd") == privsep
