@@ -13,8 +13,8 @@ timers and program times, so the machine runs one wake-up where it ran one per h
 (docs/architecture.md §3.4; on two cores a wake-up costs more CPU than the packet).
 
 The protocol, per host (docs/architecture.md §9): set-up (schedules, expected results,
-sockets) for all of them, then ``{"ready": true}`` in each host's file; t = 0 (a
-``time.monotonic()`` value) from stdin; ``{"progress": n, "of": m}`` lines while it runs;
+sockets) for all of them, then ``{"ready": true}`` in each host's file; t = 0 from stdin
+(in ``CLOCK_REALTIME``, converted to this process's monotonic clock: ``hosts.clock``); ``{"progress": n, "of": m}`` lines while it runs;
 its summary (a JSON object with ``"type"``) once it finished and lingered. The process
 exits 0 only if every host's summary is ok.
 
@@ -34,7 +34,7 @@ import signal
 import sys
 import time
 
-from hosts import netns, sched
+from hosts import clock, netns, sched
 from hosts.config import GroupConfig, HostConfig, MemberConfig
 from hosts.host import MessageHost
 from hosts.rank import RankHost, udp_counters
@@ -59,6 +59,7 @@ class Member:
         self.deadline = math.inf           # t0 + its timeout
         self.linger_until: float | None = None
         self.timed_out = False
+        self.clock: dict | None = None     # what the start line showed (hosts.clock)
 
     def say(self, msg: dict) -> None:
         self.out.write(json.dumps(msg) + "\n")
@@ -76,7 +77,7 @@ class Member:
         # CPU and memory are the process's; a host's share of the CPU is an even split
         summary.update(cpu_s=cpu / group_size, max_rss_bytes=use.ru_maxrss * 1024,
                        process={"pid": os.getpid(), "hosts": group_size, "cpu_s": cpu,
-                                "sys_s": use.ru_stime})
+                                "sys_s": use.ru_stime}, clock=self.clock)
         host.tele.write(summary)
         host.tele.close()
         self.say(summary)
@@ -165,7 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     line = sys.stdin.readline()
     if not line.strip():
         raise SystemExit("no start time on stdin")
-    t0 = float(line)
+    try:
+        t0, seen = clock.parse_start(line, time.time(), time.monotonic())
+    except clock.StartError as e:
+        raise SystemExit(str(e))
+    for m in members:
+        m.clock = seen
     profile_dir = os.environ.get(PROFILE_ENV)
     if profile_dir:
         import cProfile

@@ -38,8 +38,10 @@ import numpy as np
 from emulator.analysis import metrics, split
 from emulator.plan.layout import JobLayout, collective_bytes, theoretical_cct_s, wire_bytes
 from emulator.schemes import SCHEMES
+from emulator.spec import SpecError, validate
 from emulator.rundir import RunFolder, run_folders
 from hosts.scale import Scale
+from topologies import overlay
 from topologies.fabric import L2_BURST_BYTES
 
 CPU_BUSY_MAX = 0.90
@@ -48,6 +50,7 @@ CCT_RATIO_MIN = 0.95
 QUEUE_ERR_MAX_FRAMES = 2.0          # mean |queue model - kernel backlog| per port
 BUSY_UTIL_RANGE = (0.90, 1.10)      # a busy port's sent bytes / (rate x time)
 BUSY_INTERVALS_MIN = 3              # judge a port's utilization from this many intervals
+START_OFFSET_MAX_FRAMES = 0.25      # a process's view of t = 0 against the coordinator's
 
 
 def _agent_fidelity_from_finals(run: RunFolder, meas: dict) -> None:
@@ -137,7 +140,8 @@ def analyze_run(rundir: str) -> dict:
     scheme = SCHEMES.get(man["scheme"])                  # None: a model-only scheme
     lossy = (scheme is not None and scheme.may_starve) or any(
         p.get("kind") in ("loss", "link_down") for p in man["spec"].get("perturbations", []))
-    fid = fidelity(meas, rate, mtu, ratios, wrong, transport, lossy, floors)
+    fid = fidelity(meas, rate, mtu, ratios, wrong, transport, lossy, floors,
+                   _server_of(man["spec"]))
     fid["perturbations"] = [e["what"] for e in meas.get("perturbations", [])]
     fid["perturbation_effects"] = list(meas.get("perturbation_effects", []))
     backend = man.get("backend", "emulation")
@@ -181,9 +185,23 @@ def fastest_cct_s(lay, theo_s: float, rate_bps: float) -> float:
     return max(theo_s - lay.steps * L2_BURST_BYTES * 8 / rate_bps, 0.5 * theo_s)
 
 
+def _server_of(spec: dict) -> dict | None:
+    """host -> server of a fabric placed on several servers (topologies.overlay)."""
+    if spec.get("topology", {}).get("servers", 1) <= 1:
+        return None
+    try:
+        t = validate(spec, "manifest.json").topology
+    except SpecError:             # a folder from before a check its spec no longer passes
+        return None
+    return overlay.server_of_nodes(t.leaves, t.spines, t.hosts_per_leaf, t.pods, t.cores,
+                                   t.servers)
+
+
 def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
              transport: dict | None = None, lossy: bool = False,
-             floors: list | None = None) -> dict:
+             floors: list | None = None, server_of: dict | None = None) -> dict:
+    """The run's verdict: a reason for each way its emulation can be trusted less
+    (``server_of``: host -> server, when the fabric spans several)."""
     reasons = []
     cpu = meas.get("cpu_busy")
     if cpu is not None and cpu > CPU_BUSY_MAX:
@@ -218,6 +236,17 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
     if pacing is not None and pacing > PACING_LATE_MAX_FRAMES * frame_s:
         reasons.append(f"pacing: a host sends {pacing * 1e3:.2f} ms late on average "
                        f"(> {PACING_LATE_MAX_FRAMES:.0%} of a {frame_s * 1e3:.2f} ms frame)")
+    # t = 0 as each host process saw it (hosts.clock): its realtime at the start line
+    # minus the coordinator's when sending, which bounds how far apart their t = 0 are
+    seen = {h: s["clock"] for h, s in meas.get("rank_summaries", {}).items() if s.get("clock")}
+    start_offset = max((abs(c["offset_s"]) for c in seen.values()), default=None)
+    if start_offset is not None and start_offset > START_OFFSET_MAX_FRAMES * frame_s:
+        h = max(seen, key=lambda h: abs(seen[h]["offset_s"]))
+        where = f"server {server_of[h]}" if server_of and h in server_of else "this machine"
+        reasons.append(f"clocks: host {h} ({where}) saw t = 0 "
+                       f"{seen[h]['offset_s'] * 1e3:+.2f} ms off the coordinator's clock (> "
+                       f"{START_OFFSET_MAX_FRAMES:.0%} of a {frame_s * 1e3:.2f} ms frame at "
+                       f"this dilation): its records are not on the others' timeline")
     floors = ratios if floors is None else floors
     if floors and min(floors) < CCT_RATIO_MIN:
         i = floors.index(min(floors))
@@ -259,6 +288,7 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
     rx_lag = sum(x["mean_s"] * x["packets"] for x in lags) / lagged if lagged else None
     return {"faithful": not reasons and not wrong, "reasons": reasons, "errors": wrong,
             "cpu_busy": cpu, "nfqueue_drops": drops, "pacing_mean_late_s": pacing,
+            "start_offset_max_s": start_offset,
             "agent_hold_mean_s": hold,
             "agent_hold_frames": hold / frame_s if hold is not None else None,
             "host_rx_lag_mean_s": rx_lag,

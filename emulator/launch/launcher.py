@@ -10,8 +10,8 @@ The protocol (docs/architecture.md §9): the launcher writes each ``HostConfig``
 ``<host>.host.json`` and, per process, the hosts it serves as ``<first>.group.json``
 (``hosts.config.GroupConfig``). The process (``python -m hosts.group``), started in its
 first host's namespace, sets up every host (imports, sockets in each host's namespace,
-schedules, expected results), writes ``{"ready": true}`` for each, reads t = 0 (a
-``time.monotonic()`` value) from its stdin, runs, writing ``{"progress": n, "of": m}``
+schedules, expected results), writes ``{"ready": true}`` for each, reads t = 0 (in
+``CLOCK_REALTIME``, ``hosts.clock``) from its stdin, runs, writing ``{"progress": n, "of": m}``
 lines, and ends each host with its summary (a JSON object with ``"type"``). A host's
 lines go to ``<host>.host.out``; the process's stdout and stderr to
 ``<first>.host.log``, so a crashed or killed process leaves its last words behind and a
@@ -29,7 +29,7 @@ import sys
 import time
 from dataclasses import replace
 
-from hosts import sched
+from hosts import clock, sched
 from hosts.config import GroupConfig, HostConfig, MemberConfig
 from topologies import fabric as wiring
 
@@ -132,9 +132,12 @@ class HostProcesses:
             if time.monotonic() > deadline:
                 slow = sorted(set(self.procs) - self.ready)
                 raise RuntimeError(f"hosts {slow} not ready after {ready_timeout_s:g} s")
-        self.t_start = time.monotonic() + START_DELAY_S
+        # t = 0 in CLOCK_REALTIME, the one clock servers share (docs/architecture.md §9);
+        # each process converts it to its own monotonic clock and records the offset it saw
+        now_real, now = time.time(), time.monotonic()
+        self.t_start = now + START_DELAY_S
         for _, p in self.groups:
-            p.stdin.write(f"{self.t_start}\n".encode())
+            p.stdin.write(clock.start_line(now_real + START_DELAY_S, time.time()).encode())
             p.stdin.flush()
         return self.t_start
 
