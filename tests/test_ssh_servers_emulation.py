@@ -88,3 +88,48 @@ def test_commands_and_files_reach_each_stand_in_server_only_over_its_sshd(tmp_pa
     assert not [p for p in in_namespaces if os.path.exists(f"/proc/{p}")
                 and open(f"/proc/{p}/stat").read().split()[2] != "Z"], "processes left behind"
     assert os.path.isdir("/run/sshd") == privsep
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def _comm(pid: int) -> str:
+    with open(f"/proc/{pid}/comm") as f:
+        return f.read().strip()
+
+
+def test_a_two_pod_fabric_is_built_node_by_node_through_the_servers_sshds(tmp_path):
+    from emulator.launch.fabric import Fabric
+    from topologies.leafspine import LeafSpineTopo
+    before_ns, before_veths = _netns(), _root_veths()
+    topo = LeafSpineTopo(leaves=1, spines=1, hosts_per_leaf=2, pods=2, cores=1, servers=2,
+                         ssh=True, with_agent=False, rundir=str(tmp_path))
+    shells = []
+    with Fabric(topo) as fab:
+        net = fab.net
+        servers = topo.overlay
+        for node in net.hosts + net.switches:
+            # the node's shell was started by an sshd session in its server's namespace
+            # (its own namespace made there), not by this process
+            parent = _parent(node.pid)
+            assert _comm(parent) == "sshd", (node.name, _comm(parent))
+            server_ns = os.stat(f"/run/netns/{servers.server_ns[node.server]}").st_ino
+            assert os.stat(f"/proc/{parent}/ns/net").st_ino == server_ns, node.name
+            assert os.stat(f"/proc/{node.pid}/ns/net").st_ino != server_ns
+            shells.append(node.pid)
+        h0, h1, h2 = net.get("h0"), net.get("h1"), net.get("h2")
+        assert (h0.server, h1.server, h2.server) == (0, 0, 1)
+        # configured through its remote shell: addresses, routes, the leaf's shaping
+        assert "htb" in net.get("leaf0").cmd("tc qdisc show")
+        for dst in (h1, h2):              # within server 0, and across to server 1
+            out = h0.cmd(f"ping -c 3 -i 0.2 -W 2 {dst.IP()}")
+            assert " 0% packet loss" in out, out
+        # the cross-server hops went over the underlay between the servers
+        crossed = servers.counters()
+        assert all(c["tx_packets"] >= 6 and c["rx_packets"] >= 6 for c in crossed), crossed
+    assert _netns() == before_ns, "namespaces left behind"
+    assert _root_veths() <= before_veths
+    assert not [p for p in shells if os.path.exists(f"/proc/{p}")
+                and open(f"/proc/{p}/stat").read().split()[2] != "Z"], "node shells left"

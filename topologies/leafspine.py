@@ -20,7 +20,7 @@ if __package__ in (None, ""):   # loaded by `mn --custom` (no __file__): find th
 
 from mininet.topo import Topo  # noqa: E402
 
-from topologies import fabric, overlay  # noqa: E402
+from topologies import fabric, overlay, remote  # noqa: E402
 
 
 class LeafSpineTopo(Topo):
@@ -32,7 +32,8 @@ class LeafSpineTopo(Topo):
     def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=fabric.DEFAULT_RATE_BPS,
               buffer_bytes=fabric.DEFAULT_BUFFER_BYTES, routing="ecmp", agents=None,
               rundir=None, with_agent=True, port_rates=None, qdisc="fifo", pods=1, cores=0,
-              oversubscription=1.0, servers=1, agent_processes=0, pin_cpus=False):
+              oversubscription=1.0, servers=1, agent_processes=0, pin_cpus=False,
+              ssh=False):
         """``port_rates``: {switch name: {interface: rate_bps}} overrides of single
         egress ports (a slower hop); ``agents``: {switch name: AgentConfig} (a run plan's
         ``agents``; missing ones get ``topologies.fabric.default_agent``); ``qdisc``:
@@ -42,7 +43,9 @@ class LeafSpineTopo(Topo):
         and removes the servers as ``self.overlay``); ``agent_processes`` > 0: the
         switches' agents run in that many processes, started by the :class:`Fabric` once
         every switch is up (``topologies.fabric.start_agents``, each on one CPU with
-        ``pin_cpus``), instead of one per switch as each starts."""
+        ``pin_cpus``), instead of one per switch as each starts; ``ssh`` (with
+        ``servers`` > 1): each stand-in server runs an sshd and every node is started and
+        configured through it (``topologies.remote``; no switch agents there yet)."""
         fabric.check_shape(leaves, spines, hosts_per_leaf, routing)
         self.rundir = rundir             # the run's folder: its ledger (emulator.launch.ledger)
         self.agent_processes = agent_processes if with_agent else 0
@@ -51,6 +54,15 @@ class LeafSpineTopo(Topo):
         server_of = overlay.server_of_nodes(leaves, spines, hosts_per_leaf, pods, cores,
                                             servers)
         self.overlay = overlay.StandInServers(servers) if servers > 1 else None
+        self.ssh = bool(ssh and self.overlay)
+        if self.ssh and with_agent:
+            raise ValueError("ssh-reached servers run no switch agents yet (issue 17): "
+                             "use with_agent=False")
+
+        def where(name):           # a node's class and its server, when reached over ssh
+            if not self.ssh:
+                return {}
+            return {"overlay": self.overlay, "server": server_of[name]}
 
         def link(a, b, **opts):
             sa, sb = server_of[a], server_of[b]
@@ -58,7 +70,7 @@ class LeafSpineTopo(Topo):
                 opts.update(cls=overlay.VxlanLink, overlay=self.overlay, servers=(sa, sb))
             self.addLink(a, b, **opts)
         agents = agents or {}
-        switch_opts = dict(cls=fabric.FabricSwitch, rate_bps=rate_bps, buffer_bytes=buffer_bytes,
+        switch_opts = dict(cls=remote.RemoteFabricSwitch if self.ssh else fabric.FabricSwitch, rate_bps=rate_bps, buffer_bytes=buffer_bytes,
                            rundir=rundir,
                            with_agent="later" if with_agent and agent_processes else with_agent,
                            inNamespace=True,
@@ -73,25 +85,28 @@ class LeafSpineTopo(Topo):
             name = fabric.leaf_name(t)
             self.addSwitch(name, routes=fabric.leaf_routes(t, leaves, spines, hosts_per_leaf,
                                                            routing, pods),
-                           port_rate_bps=rates(name), agent=agents.get(name), **switch_opts)
+                           port_rate_bps=rates(name), agent=agents.get(name), **switch_opts,
+                           **where(name))
         for g in range(spines * pods):
             name = fabric.spine_name(g)
             uplinks = {fabric.spine_port_to_core(g, c, leaves): core_rate for c in range(cores)}
             self.addSwitch(name, routes=fabric.spine_routes(g, leaves, spines, pods, cores),
                            port_rate_bps=rates(name, uplinks), agent=agents.get(name),
-                           **switch_opts)
+                           **switch_opts, **where(name))
         for c in range(cores):
             name = fabric.core_name(c)
             down = {fabric.core_port_to_spine(c, g): core_rate for g in range(spines * pods)}
             self.addSwitch(name, routes=fabric.core_routes(c, leaves, spines, pods),
                            port_rate_bps=rates(name, down), agent=agents.get(name),
-                           **switch_opts)
+                           **switch_opts, **where(name))
         for t in range(leaves * pods):
             for i in range(hosts_per_leaf):
-                h = self.addHost(fabric.host_name(t, i, hosts_per_leaf), cls=fabric.FabricHost,
+                name = fabric.host_name(t, i, hosts_per_leaf)
+                h = self.addHost(name,
+                                 cls=remote.RemoteFabricHost if self.ssh else fabric.FabricHost,
                                  ip=fabric.host_ip(t, i) + "/24",
                                  defaultRoute="via " + fabric.host_gateway(t, i),
-                                 rate_bps=rate_bps, buffer_bytes=buffer_bytes)
+                                 rate_bps=rate_bps, buffer_bytes=buffer_bytes, **where(name))
                 link(h, fabric.leaf_name(t), params2={"ip": fabric.host_gateway(t, i) + "/24"})
             pod = t // leaves
             for g in range(pod * spines, (pod + 1) * spines):

@@ -209,12 +209,18 @@ class StandInServers:
                    mac: str | None = None) -> None:
         """One end of a cut link: a VXLAN device in ``server``'s namespace toward
         ``peer``, moved into ``node``'s namespace as ``name``."""
-        ns = self.server_ns[server]
         extra = ["address", mac] if mac else []
-        _ip("-n", ns, "link", "add", name, *extra, "type", "vxlan", "id", str(vni),
-            "local", self.address(server), "remote", self.address(peer),
-            "dstport", str(VXLAN_PORT))
-        _ip("-n", ns, "link", "set", name, "netns", str(node.pid))
+        add = ["link", "add", name, *extra, "type", "vxlan", "id", str(vni),
+               "local", self.address(server), "remote", self.address(peer),
+               "dstport", str(VXLAN_PORT)]
+        move = ["link", "set", name, "netns", str(node.pid)]
+        if self.access is not None:          # through the server's sshd, as on real ones
+            self.access.run(server, ["ip", *add])
+            self.access.run(server, ["ip", *move])
+            return
+        ns = self.server_ns[server]
+        _ip("-n", ns, *add)
+        _ip("-n", ns, *move)
 
     def counters(self) -> list[dict]:
         """Bytes and packets each server sent and received on the underlay."""

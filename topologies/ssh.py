@@ -91,11 +91,14 @@ class SshAccess:
     def control_socket(self, server: int) -> str:
         return os.path.join(self.state_dir, f"cm-{self.name(server)}")
 
-    def argv(self, server: int, command: list[str] | str) -> list[str]:
+    def argv(self, server: int, command: list[str] | str, tty: bool = False) -> list[str]:
         """The argv that runs ``command`` (a list: quoted for the remote shell; a string:
-        as it is) on ``server``."""
+        as it is) on ``server``; ``tty``: on a terminal of its own there (a node's
+        interactive shell, as Mininet Cluster Edition runs it: it ends when the
+        connection does)."""
         remote = command if isinstance(command, str) else shlex.join(command)
-        return [*self.wrap, "ssh", "-F", self.config, self.name(server), remote]
+        return [*self.wrap, "ssh", "-F", self.config, *(["-tt"] if tty else []),
+                self.name(server), remote]
 
     def run(self, server: int, command: list[str] | str, *, input: bytes | None = None,
             timeout_s: float = 30.0, check: bool = True) -> subprocess.CompletedProcess:

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from mininet.log import setLogLevel
@@ -63,6 +65,7 @@ class Fabric:
         self.intfs: list[str] = []
         self.leftovers: list[str] = []
         self.overlay = None
+        self._ssh_tmp: str | None = None     # the ssh state of a run with no folder
         setLogLevel(log_level)
 
     # --- lifecycle -----------------------------------------------------------------
@@ -84,9 +87,15 @@ class Fabric:
             if self.rundir is not None:
                 self.ledger = Ledger(self.rundir)
             if self.overlay is not None:
-                for ns in [self.overlay.underlay_ns, *self.overlay.server_ns]:
+                ssh = getattr(self.topo, "ssh", False)
+                for ns in [self.overlay.underlay_ns, *self.overlay.server_ns,
+                           *([self.overlay.coordinator_ns] if ssh else [])]:
                     self._note("netns", ns)
                 self.overlay.start()
+                if ssh:                    # every node is then started over ssh
+                    if self.rundir is None:
+                        self._ssh_tmp = tempfile.mkdtemp(prefix="symphony-emu-ssh-")
+                    self.overlay.start_ssh(os.path.join(self.rundir or self._ssh_tmp, "ssh"))
             for name in self.topo.nodes():
                 self._note("node", name)
             self.net = Mininet(topo=self.topo, controller=None, build=False, autoSetMacs=False,
@@ -141,6 +150,9 @@ class Fabric:
         ov, self.overlay = getattr(self, "overlay", None), None
         if ov is not None:
             stuck = ov.stop()
+            if self._ssh_tmp is not None:
+                shutil.rmtree(self._ssh_tmp, ignore_errors=True)
+                self._ssh_tmp = None
             if stuck:
                 self.leftovers.append(f"namespaces that would not go: {stuck}")
                 print(f"symphony-emu: could not delete namespaces {stuck}", file=sys.stderr)
