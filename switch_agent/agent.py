@@ -365,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     def stop(*_):
         state["running"] = False
     signal.signal(signal.SIGTERM, stop)
+    # on a server reached over ssh the agent's terminal is the ssh session's: its end
+    # (the coordinator stopping it) is a hangup, answered with the same clean stop
+    signal.signal(signal.SIGHUP, stop)
     signal.signal(signal.SIGINT, stop)
     serve(agents, lambda: state["running"])
     return 0

@@ -191,3 +191,34 @@ def send_command(name: str, command: dict, timeout_s: float = 5.0, *,
         s.settimeout(timeout_s)
         s.sendto(json.dumps(command).encode(), address(name))
         return json.loads(s.recv(1 << 20))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m switch_agent.control NAME JSON [--timeout S]``: send one command from
+    this namespace and print the reply (one JSON line); exit 1 with a one-line reason if
+    no agent answers. How a switch on a server reached over ssh is controlled: the command
+    runs in the switch's own shell there (``topologies.remote``)."""
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(prog="python -m switch_agent.control",
+                                 description=main.__doc__.split("\n")[0])
+    ap.add_argument("name", help="the agent's abstract socket name")
+    ap.add_argument("command", help='one JSON command, e.g. \'{"cmd": "stats"}\'')
+    ap.add_argument("--timeout", type=float, default=5.0, help="seconds (default 5)")
+    args = ap.parse_args(argv)
+    try:
+        command = json.loads(args.command)
+    except ValueError as e:
+        print(f"not JSON: {e}", file=sys.stderr)
+        return 2
+    try:
+        reply = send_command(args.name, command, args.timeout)
+    except OSError as e:
+        print(json.dumps({"unreachable": f"{type(e).__name__}: {e}"}))
+        return 1
+    print(json.dumps(reply))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -133,3 +133,42 @@ def test_a_two_pod_fabric_is_built_node_by_node_through_the_servers_sshds(tmp_pa
     assert _root_veths() <= before_veths
     assert not [p for p in shells if os.path.exists(f"/proc/{p}")
                 and open(f"/proc/{p}/stat").read().split()[2] != "Z"], "node shells left"
+
+
+def test_switch_agents_run_on_their_servers_and_their_telemetry_comes_back_over_ssh(tmp_path):
+    import json
+    from emulator.launch.fabric import Fabric
+    from topologies.leafspine import LeafSpineTopo
+    before_ns = _netns()
+    topo = LeafSpineTopo(leaves=1, spines=1, hosts_per_leaf=1, pods=2, cores=1, servers=2,
+                         ssh=True, agent_processes=2, rundir=str(tmp_path))
+    with Fabric(topo) as fab:
+        net = fab.net
+        for sw in net.switches:
+            # each agent process is a child of an sshd session on its switch's server
+            # (pid from the file it wrote there), in the namespace of the switch it was
+            # started from, one of the same server (it serves the others from there)
+            lead = sw.agent_leader
+            assert lead.server == sw.server
+            pid = int(topo.overlay.access.run(sw.server, ["cat", lead._pid_file()]).stdout)
+            chain, p = [], pid
+            while p > 1 and len(chain) < 6:
+                p = _parent(p)
+                chain.append(_comm(p))
+            assert "sshd" in chain, (sw.name, chain)
+            assert os.stat(f"/proc/{pid}/ns/net").st_ino == \
+                os.stat(f"/proc/{lead.pid}/ns/net").st_ino
+            # its control socket answers through the switch's shell on that server
+            assert fab.agent(sw.name, {"cmd": "stats"})["switch"] == sw.name
+        out = net.get("h0").cmd(f"ping -c 20 -i 0.05 -W 2 {net.get('h1').IP()}")
+        assert " 0% packet loss" in out, out
+        # nothing of the agents' is in the run folder until they stop
+        assert not (tmp_path / "spine1.jsonl").exists()
+    for sw in ("leaf0", "spine0", "core0", "spine1", "leaf1"):
+        recs = [json.loads(x) for x in (tmp_path / f"{sw}.jsonl").read_text().splitlines()]
+        (final,) = [r for r in recs if r["type"] == "final"]
+        # every echo request and reply crossed every switch once (plus nothing else)
+        assert final["counters"]["total"]["pkts"] == 40, (sw, final["counters"]["total"])
+    server1 = tmp_path / "servers" / "s1"
+    assert (server1 / "spine1.jsonl").read_bytes() == (tmp_path / "spine1.jsonl").read_bytes()
+    assert _netns() == before_ns

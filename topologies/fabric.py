@@ -426,6 +426,7 @@ class FabricSwitch(OwnedNode, Switch):
         self.rundir = rundir
         self.with_agent = with_agent
         self.agent_proc: subprocess.Popen | None = None     # the process serving this switch
+        self.agent_leader: FabricSwitch | None = None       # the switch it was started from
         self.agent_ports: dict[str, PortParams] = {}
         self.agent_log: str | None = None                   # that process's log file
         self.agent_config_path = self.telemetry_path = self.control_name = None
@@ -494,22 +495,39 @@ class FabricSwitch(OwnedNode, Switch):
             self.rundir = default_rundir()
         os.makedirs(self.rundir, exist_ok=True)
         cfg = replace(self.agent_config, switch=self.name, ports=self.agent_ports,
-                      telemetry_path=os.path.join(self.rundir, f"{self.name}.jsonl"),
+                      telemetry_path=self.agent_file(
+                          os.path.join(self.rundir, f"{self.name}.jsonl")),
                       control_name=control.control_name(self.rundir, self.name))
         self.agent_config_path = os.path.join(self.rundir, f"{self.name}.agent.json")
         with open(self.agent_config_path, "w") as f:
             json.dump(cfg.to_dict(), f, indent=1)
         self.telemetry_path, self.control_name = cfg.telemetry_path, cfg.control_name
-        return self.agent_config_path
+        return self.deliver(self.agent_config_path)
+
+    def control(self, command: dict, timeout_s: float = 5.0) -> dict:
+        """One command to this switch's agent, from inside the switch's namespace (the
+        only place it can be reached from); OSError if none answers."""
+        return control.send_command(self.control_name, command, timeout_s, netns_pid=self.pid)
 
     def _agent_answers(self) -> bool:
-        """Ready: the agent answers ``stats`` on its control socket, from inside this
-        switch's namespace (the only place it can be reached from)."""
+        """Ready: the agent answers ``stats`` on its control socket."""
         try:
-            control.send_command(self.control_name, {"cmd": "stats"}, 0.5, netns_pid=self.pid)
+            self.control({"cmd": "stats"}, 0.5)
             return True
         except OSError:                 # not bound yet (refused) or not answering yet
             return False
+
+    def agent_file(self, path: str) -> str:
+        """Where the agent process reads or writes ``path`` of the run folder (here: the
+        same place; on a server reached over ssh, its own folder there)."""
+        return path
+
+    def deliver(self, path: str) -> str:
+        """Make the run-folder file ``path`` readable by the agent; its path there."""
+        return path
+
+    def collect(self) -> None:
+        """Bring what the agent wrote back into the run folder (nothing to do here)."""
 
     def stop_agent(self, timeout_s: float = 5.0) -> int | None:
         """SIGTERM the agent's process (it writes every switch's final counters) and reap
@@ -519,7 +537,22 @@ class FabricSwitch(OwnedNode, Switch):
 
     def stop(self, deleteIntfs=True):
         self.stop_agent()
+        self.collect()
         super().stop(deleteIntfs)
+
+
+def _shares(switches: list, k: int) -> list[list]:
+    """``switches`` split into ``k`` processes' shares, round-robin; a process serves only
+    switches of one server (``server``, on fabrics placed over ssh), so each server gets
+    a share of the processes in proportion to its switches (at least one)."""
+    by: dict = {}
+    for sw in switches:
+        by.setdefault(getattr(sw, "server", None), []).append(sw)
+    out = []
+    for group in by.values():
+        n = max(1, min(len(group), round(k * len(group) / len(switches))))
+        out += [group[i::n] for i in range(n)]
+    return out
 
 
 def start_agents(switches: list[FabricSwitch], processes: int, timeout_s: float = 10.0,
@@ -533,7 +566,7 @@ def start_agents(switches: list[FabricSwitch], processes: int, timeout_s: float 
     env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     k = max(1, min(processes, len(switches)))
     pin = pin and k >= len(sched.cpus())
-    for i, share in enumerate(switches[i::k] for i in range(k)):
+    for i, share in enumerate(_shares(switches, k)):
         first = share[0]
         members = [AgentMember(sw.write_agent_config(), 0 if sw is first else sw.pid)
                    for sw in share]
@@ -541,12 +574,13 @@ def start_agents(switches: list[FabricSwitch], processes: int, timeout_s: float 
         with open(group, "w") as f:
             json.dump(AgentGroupConfig(tuple(members), sched.cpu_for(i) if pin else None).to_dict(),
                       f, indent=1)
+        group = first.deliver(group)
         log = open(os.path.join(first.rundir, f"{first.name}.agent.log"), "w")
         proc = first.popen([sys.executable, "-m", "switch_agent", "--config", group],
                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)
         log.close()
         for sw in share:
-            sw.agent_proc = proc
+            sw.agent_proc, sw.agent_leader = proc, first   # started from first's namespace
             sw.agent_log = os.path.basename(log.name)
     deadline = time.monotonic() + timeout_s
     waiting = list(switches)

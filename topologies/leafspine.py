@@ -45,7 +45,7 @@ class LeafSpineTopo(Topo):
         every switch is up (``topologies.fabric.start_agents``, each on one CPU with
         ``pin_cpus``), instead of one per switch as each starts; ``ssh`` (with
         ``servers`` > 1): each stand-in server runs an sshd and every node is started and
-        configured through it (``topologies.remote``; no switch agents there yet)."""
+        configured through it, the agents run there (``topologies.remote``)."""
         fabric.check_shape(leaves, spines, hosts_per_leaf, routing)
         self.rundir = rundir             # the run's folder: its ledger (emulator.launch.ledger)
         self.agent_processes = agent_processes if with_agent else 0
@@ -55,9 +55,6 @@ class LeafSpineTopo(Topo):
                                             servers)
         self.overlay = overlay.StandInServers(servers) if servers > 1 else None
         self.ssh = bool(ssh and self.overlay)
-        if self.ssh and with_agent:
-            raise ValueError("ssh-reached servers run no switch agents yet (issue 17): "
-                             "use with_agent=False")
 
         def where(name):           # a node's class and its server, when reached over ssh
             if not self.ssh:

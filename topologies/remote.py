@@ -12,14 +12,22 @@ Why not ``RemoteMixin`` itself: it prefixes every command with ``sudo -E`` on bo
 and builds its own ssh command line, where this project logs in as root with a key of the
 run's, through a coordinator namespace, over the connection ``topologies.ssh`` holds.
 
-Not yet (issue "Past one machine"): the switch agents and host processes on the servers
-(``start_agents`` and the launcher still start them on this machine, entering the nodes'
-namespaces by pid), their telemetry collected back, and a ledger per server.
+A switch's agent runs on its server too (:class:`RemoteFabricSwitch`): its configuration
+is copied there, it writes its telemetry in the server's folder, which is copied back
+when the switch stops, and its control commands run in the switch's shell there (the one
+place its abstract socket can be reached from, over the connection the shell already
+rides: no separate forwarding to keep). Not yet (issue "Past one machine"): the host
+processes on the servers (the launcher still starts them on this machine, entering the
+hosts' namespaces by pid), and a ledger per server.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
+import subprocess
+import sys
 
 from topologies.fabric import FabricHost, FabricSwitch
 
@@ -50,11 +58,24 @@ class OnServer:
         self.sendCmd("echo $$")        # the server's pid of the shell (holds the netns)
         self.pid = int(self.waitOutput().strip().splitlines()[-1])
 
+    def terminate(self):
+        """End the shell (its ssh session's hangup) and wait until it is gone on the
+        server, so the fabric's teardown finds nothing of it left."""
+        pid, a = self.pid, self.access
+        super().terminate()
+        if a is not None and pid:
+            a.run(self.server, f"for i in $(seq 50); do kill -0 {int(pid)} 2>/dev/null || "
+                  f"exit 0; sleep 0.1; done; kill -9 {int(pid)}", check=False)
+
     def _popen(self, cmd, **params):
         a = self.access
         if a is not None:
-            cmd = a.argv(self.server, [str(c) for c in cmd], tty=self._shell_start)
+            # on a terminal of the ssh session, so whatever it runs ends with the
+            # connection (a hangup), even when this process is SIGKILLed
+            cmd = a.argv(self.server, [str(c) for c in cmd], tty=True)
             params.setdefault("preexec_fn", os.setpgrp)   # Node.terminate kills the group
+            if not self._shell_start:
+                params.setdefault("stdin", subprocess.DEVNULL)   # never this terminal's
         return super()._popen(cmd, **params)
 
 
@@ -63,4 +84,70 @@ class RemoteFabricHost(OnServer, FabricHost):
 
 
 class RemoteFabricSwitch(OnServer, FabricSwitch):
-    """A fabric switch on a server reached over ssh (its agent: not yet, see above)."""
+    """A fabric switch on a server reached over ssh, its agent too: the agent's files
+    live in the server's own folder (``server_dir``), delivered and collected over ssh;
+    its control commands run in the switch's shell there; it stops on a SIGTERM sent
+    there (the local ssh client's end would leave it writing its last records)."""
+
+    @property
+    def server_dir(self) -> str:
+        """This server's folder for the run (its own directory, not the run folder)."""
+        return os.path.join(self.rundir, "servers", f"s{self.server}")
+
+    def agent_file(self, path: str) -> str:
+        return os.path.join(self.server_dir, os.path.basename(path))
+
+    def deliver(self, path: str) -> str:
+        there = self.agent_file(path)
+        self.access.put(self.server, path, there)
+        return there
+
+    def collect(self) -> None:
+        """The agent's telemetry, back over ssh into the run folder (``<switch>.jsonl``,
+        where the report reads it)."""
+        if self.telemetry_path is None or self.access is None:
+            return
+        here = os.path.join(self.rundir, os.path.basename(self.telemetry_path))
+        try:
+            self.access.get(self.server, self.telemetry_path, here)
+        except RuntimeError as e:          # the agent never wrote it: say so in the log
+            with open(os.path.join(self.rundir, f"{self.name}.agent.log"), "a") as f:
+                f.write(f"\nsymphony-emu: could not collect {self.telemetry_path}: {e}\n")
+
+    def control(self, command: dict, timeout_s: float = 5.0) -> dict:
+        out = self.cmd(shlex.join([sys.executable, "-m", "switch_agent.control",
+                                   self.control_name, json.dumps(command),
+                                   "--timeout", f"{timeout_s:g}"]))
+        line = out.strip().splitlines()[-1] if out.strip() else "{}"
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise OSError(f"{self.name}: the control command said {out.strip()[:200]!r}")
+        if "unreachable" in reply:
+            raise ConnectionRefusedError(f"{self.name}: {reply['unreachable']}")
+        return reply
+
+    def _pid_file(self) -> str:
+        return os.path.join(self.server_dir, f"{self.name}.agent.pid")
+
+    def popen(self, *args, **kwargs):
+        """A process in this switch's namespace on its server; its server pid is kept in
+        a file there, so that :meth:`stop_agent` can signal it where it runs."""
+        cmd = list(args[0]) if len(args) == 1 and isinstance(args[0], list) else list(args)
+        wrapped = ["sh", "-c", 'mkdir -p "$(dirname "$0")" && echo $$ > "$0" && exec "$@"',
+                   self._pid_file(), *cmd]
+        # mnexec without -d: detaching would end the ssh session at once (and its hangup
+        # the process); the session's terminal is the process's own
+        kwargs.setdefault("mncmd", ["mnexec", "-a", str(self.pid)])
+        return super().popen(wrapped, **kwargs)
+
+    def stop_agent(self, timeout_s: float = 5.0) -> int | None:
+        proc = self.agent_proc
+        if proc is not None and self.access is not None:
+            pid_file = shlex.quote((self.agent_leader or self)._pid_file())
+            # SIGTERM where it runs, then wait for it to write its final records
+            self.access.run(self.server, f"p=$(cat {pid_file} 2>/dev/null) && kill -TERM $p "
+                            f"&& for i in $(seq {int(timeout_s * 10)}); do "
+                            "kill -0 $p 2>/dev/null || break; sleep 0.1; done; true",
+                            check=False, timeout_s=timeout_s + 5)
+        return super().stop_agent(timeout_s)

@@ -29,7 +29,6 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 
 from emulator.launch.ledger import Ledger
-from switch_agent.control import send_command
 from topologies.dumbbell import DumbbellTopo
 from emulator.launch.launcher import default_processes
 from topologies.fabric import FabricSwitch, start_agents
@@ -195,7 +194,7 @@ class Fabric:
         if sw.control_name is None:
             raise RuntimeError(f"{switch} runs no agent")
         # the agent is reachable only from its switch's network namespace (control.py)
-        reply = send_command(sw.control_name, command, timeout_s, netns_pid=sw.pid)
+        reply = sw.control(command, timeout_s)
         if not reply.get("ok"):
             raise RuntimeError(f"agent {switch} rejected {command}: {reply.get('error')}")
         return reply
