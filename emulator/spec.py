@@ -31,6 +31,9 @@ quantities are the same at both scales. A complete spec with every key::
     oversubscription = 1.0           # spine downlink : uplink capacity (sets core links' rate)
     servers = 1                      # > 1: whole pods on that many stand-in servers, the
                                      # links between them over VXLAN (docs/distributed.md)
+    ssh = false                      # with servers > 1: each stand-in server runs an sshd
+                                     # and every node, agent and host process is started,
+                                     # configured and collected through it
 
     [switch]                         # RED/ECN of the congestion point
     red = true
@@ -247,6 +250,7 @@ class TopologySpec:
     cores: int = 0
     oversubscription: float = _num(1.0, 1e-3, 1e3)
     servers: int = 1
+    ssh: bool = False
 
     @property
     def host_names(self) -> list[str]:
@@ -598,6 +602,8 @@ def validate(raw: dict, path: str) -> Spec:
     _need(1 <= topo.servers <= topo.pods and (topo.servers == 1 or topo.kind == "leafspine"),
           path, "topology.servers", topo.servers,
           f"must be in 1..pods ({topo.pods}): whole pods go to one server each")
+    _need(isinstance(topo.ssh, bool) and (not topo.ssh or topo.servers > 1), path,
+          "topology.ssh", topo.ssh, "true or false; true only with servers > 1")
     _need(16_384 <= topo.buffer_bytes <= 1 << 30, path, "topology.buffer_bytes",
           topo.buffer_bytes, "must be >= 16384 (a few 4 KB frames) and <= 2**30")
     _reuse(path, "switch", sw, lambda: RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax),

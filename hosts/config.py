@@ -235,11 +235,15 @@ class HostConfig(Codec):
                    for r in self.ranks)
 
 
+STDOUT = "-"      # MemberConfig.out: protocol lines on stdout (a process reached over ssh)
+
+
 @dataclass(frozen=True)
 class MemberConfig(Codec):
     """One host of a host process (``hosts.group``)."""
     config: str                       # its HostConfig, as JSON (<host>.host.json)
-    out: str                          # its protocol lines (<host>.host.out)
+    out: str                          # its protocol lines (<host>.host.out); STDOUT:
+                                      # on the process's stdout as "@<host> <line>"
     netns_pid: int = 0                # a process in its network namespace; 0: the process's own
 
     def __post_init__(self):

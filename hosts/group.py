@@ -35,12 +35,29 @@ import sys
 import time
 
 from hosts import clock, netns, sched
-from hosts.config import GroupConfig, HostConfig, MemberConfig
+from hosts.config import STDOUT, GroupConfig, HostConfig, MemberConfig
 from hosts.host import MessageHost
 from hosts.rank import RankHost, udp_counters
 
 PROFILE_ENV = "SYMPHONY_EMU_PROFILE_DIR"
 TIMER_SLACK_S = 1e-6               # sleeps end on time (hosts.sched)
+
+
+class _Tagged:
+    """A host's protocol lines on the process's stdout, each ``@<host> <line>``: where the
+    process runs on a server reached over ssh, its stdout is the one channel back, and
+    the launcher sorts the lines into each host's file (``emulator.launch.launcher``)."""
+
+    def __init__(self, host: str):
+        self.prefix = f"@{host} "
+
+    def write(self, text: str) -> None:
+        for line in text.splitlines():
+            sys.stdout.write(self.prefix + line + "\n")
+        sys.stdout.flush()
+
+    def close(self) -> None:
+        sys.stdout.flush()
 
 
 class Member:
@@ -50,7 +67,7 @@ class Member:
     def __init__(self, mc: MemberConfig, clock):
         with open(mc.config) as f:
             self.cfg = HostConfig.from_dict(json.load(f))
-        self.out = open(mc.out, "a", buffering=1)
+        self.out = _Tagged(self.cfg.name) if mc.out == STDOUT else open(mc.out, "a", buffering=1)
         self.ns = netns.Namespace(mc.netns_pid or None)
         kind = RankHost if self.cfg.ranks else MessageHost
         self.host = kind(self.cfg, {"socket_factory": self.ns.socket}, self.say, clock)

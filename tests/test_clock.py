@@ -37,7 +37,7 @@ def _meas(offsets: dict) -> dict:
                                for h, o in offsets.items()}}
 
 
-def test_offsets_within_a_quarter_frame_pass_and_beyond_it_name_the_host_and_server():
+def test_offsets_within_a_frame_pass_and_beyond_it_name_the_host_and_server():
     frame_s = wire_bytes(4096, 4096) * 8 / RATE_BPS
     limit = START_OFFSET_MAX_FRAMES * frame_s
     ok = fidelity(_meas({"h0": 0.0001, "h1": -0.9 * limit}), RATE_BPS, 4096, [1.2], [])

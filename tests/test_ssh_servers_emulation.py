@@ -172,3 +172,38 @@ def test_switch_agents_run_on_their_servers_and_their_telemetry_comes_back_over_
     server1 = tmp_path / "servers" / "s1"
     assert (server1 / "spine1.jsonl").read_bytes() == (tmp_path / "spine1.jsonl").read_bytes()
     assert _netns() == before_ns
+
+
+def test_a_job_over_two_ssh_reached_servers_is_verified_faithful_and_leaves_nothing(tmp_path):
+    from emulator.analysis import report
+    from emulator.launch import runner
+    from emulator.spec import load
+    path = tmp_path / "servers.toml"
+    path.write_text(
+        'name = "servers-ssh"\n[scale]\ndilation = 2000\n'
+        '[topology]\nkind = "leafspine"\npods = 2\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n'
+        'cores = 2\nservers = 2\nssh = true\n'
+        '[[jobs]]\nid = 1\nhosts = "all"\nchunk_bytes = 32768\npasses = 2\n'
+        '[run]\nschemes = ["symphony"]\ntimeout_s = 240\n')
+    before_ns, before_veths = _netns(), _root_veths()
+    privsep = os.path.isdir("/run/sshd")
+    run = tmp_path / "run"
+    meas = runner.run_one(load(str(path)), "symphony", 1, str(run))
+    assert _netns() == before_ns and _root_veths() <= before_veths
+    assert not meas["teardown_leftovers"] and os.path.isdir("/run/sshd") == privsep
+    res = report.analyze_run(str(run))
+    (job,) = res["jobs"]
+    assert job["ranks"] == 8 and all(c["verified"] for c in job["collectives"]), job
+    assert res["fidelity"]["faithful"], res["fidelity"]["reasons"]
+    # t = 0 reached every host process over ssh; each recorded what it saw
+    clocks = [s["clock"] for s in meas["rank_summaries"].values()]
+    assert len(clocks) == 8 and all(0 <= c["offset_s"] < 0.05 for c in clocks), clocks
+    # each server's files were written in its own folder and came back over ssh
+    for server, hosts in ((0, range(4)), (1, range(4, 8))):
+        there = run / "servers" / f"s{server}"
+        for h in hosts:
+            assert (there / f"h{h}.jsonl").read_bytes() == (run / f"h{h}.jsonl").read_bytes()
+            assert not (run / "servers" / f"s{1 - server}" / f"h{h}.jsonl").exists()
+        assert {p.name for p in there.glob("*.agent.pid")}, there
+    # the protocol lines came back on the ssh channel, one file per host
+    assert all((run / f"h{h}.host.out").read_text().count('"ready"') == 1 for h in range(8))

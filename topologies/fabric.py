@@ -390,6 +390,21 @@ class OwnedNode:
             self.ledger.process(f"{self.name}: {what}"[:80], proc.pid)
         return proc
 
+    # Files of the run folder as the node's processes see them. Here they share this
+    # machine's run folder; a node on a server reached over ssh has a folder of its own
+    # there (topologies.remote).
+    def there(self, path: str) -> str:
+        """Where the node's processes read or write the run-folder file ``path``."""
+        return path
+
+    def deliver(self, path: str) -> str:
+        """Make the run-folder file ``path`` readable by the node's processes; its path
+        there."""
+        return path
+
+    def fetch(self, there: str, here: str) -> None:
+        """Bring the node's file ``there`` into the run folder as ``here``."""
+
 
 class FabricHost(OwnedNode, Host):
     """A host whose NIC egress is shaped to its link rate."""
@@ -495,7 +510,7 @@ class FabricSwitch(OwnedNode, Switch):
             self.rundir = default_rundir()
         os.makedirs(self.rundir, exist_ok=True)
         cfg = replace(self.agent_config, switch=self.name, ports=self.agent_ports,
-                      telemetry_path=self.agent_file(
+                      telemetry_path=self.there(
                           os.path.join(self.rundir, f"{self.name}.jsonl")),
                       control_name=control.control_name(self.rundir, self.name))
         self.agent_config_path = os.path.join(self.rundir, f"{self.name}.agent.json")
@@ -517,17 +532,8 @@ class FabricSwitch(OwnedNode, Switch):
         except OSError:                 # not bound yet (refused) or not answering yet
             return False
 
-    def agent_file(self, path: str) -> str:
-        """Where the agent process reads or writes ``path`` of the run folder (here: the
-        same place; on a server reached over ssh, its own folder there)."""
-        return path
-
-    def deliver(self, path: str) -> str:
-        """Make the run-folder file ``path`` readable by the agent; its path there."""
-        return path
-
     def collect(self) -> None:
-        """Bring what the agent wrote back into the run folder (nothing to do here)."""
+        """Bring what the agent wrote back into the run folder (here: it wrote it there)."""
 
     def stop_agent(self, timeout_s: float = 5.0) -> int | None:
         """SIGTERM the agent's process (it writes every switch's final counters) and reap

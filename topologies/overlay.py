@@ -81,6 +81,7 @@ class StandInServers:
         self._vni = 0
         self.sshd: list[subprocess.Popen] = []
         self.access: ssh.SshAccess | None = None
+        self.servers_dir: str | None = None     # each server's folder of the run, below
         self._made_privsep = False
 
     def address(self, server: int) -> str:
@@ -110,12 +111,16 @@ class StandInServers:
     def coordinator_address(self) -> str:
         return f"{UNDERLAY_NET}.254"
 
-    def start_ssh(self, state_dir: str, timeout_s: float = 10.0) -> ssh.SshAccess:
+    def start_ssh(self, state_dir: str, servers_dir: str | None = None,
+                  timeout_s: float = 10.0) -> ssh.SshAccess:
         """An sshd in each server's namespace, on its underlay address, accepting this
         run's key only; the coordinator's client in a namespace of its own on the
         underlay (``coordinator_ns``), so servers are reached only over ssh. Keys, host
-        keys, configurations and logs go to ``state_dir``. Returns the access."""
+        keys, configurations and logs go to ``state_dir``. ``servers_dir``: where each
+        server keeps the run's files (``<servers_dir>/s<i>``, its own folder; default
+        beside ``state_dir``). Returns the access."""
         os.makedirs(state_dir, exist_ok=True)
+        self.servers_dir = servers_dir or os.path.join(os.path.dirname(state_dir), "servers")
         try:
             ns, u = self.coordinator_ns, self.underlay_ns
             _ip("netns", "add", ns)

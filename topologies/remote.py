@@ -58,6 +58,23 @@ class OnServer:
         self.sendCmd("echo $$")        # the server's pid of the shell (holds the netns)
         self.pid = int(self.waitOutput().strip().splitlines()[-1])
 
+    @property
+    def server_dir(self) -> str:
+        """This server's folder for the run (its own directory, not the run folder): on
+        a stand-in server ``<run>/servers/s<i>``, written and read only over ssh."""
+        return os.path.join(self.overlay.servers_dir, f"s{self.server}")
+
+    def there(self, path: str) -> str:
+        return os.path.join(self.server_dir, os.path.basename(path))
+
+    def deliver(self, path: str) -> str:
+        there = self.there(path)
+        self.access.put(self.server, path, there)
+        return there
+
+    def fetch(self, there: str, here: str) -> None:
+        self.access.get(self.server, there, here)
+
     def terminate(self):
         """End the shell (its ssh session's hangup) and wait until it is gone on the
         server, so the fabric's teardown finds nothing of it left."""
@@ -66,6 +83,20 @@ class OnServer:
         if a is not None and pid:
             a.run(self.server, f"for i in $(seq 50); do kill -0 {int(pid)} 2>/dev/null || "
                   f"exit 0; sleep 0.1; done; kill -9 {int(pid)}", check=False)
+
+    def popen(self, *args, **kwargs):
+        if self.access is not None:
+            # mnexec without -d: detaching would end the ssh session at once (and its
+            # hangup the process); the session's terminal is the process's own
+            kwargs.setdefault("mncmd", ["mnexec", "-a", str(self.pid)])
+            # the environment and folder are the server's: what differs from this
+            # process's goes on the command line
+            env = kwargs.pop("env", None) or {}
+            kwargs.pop("cwd", None)
+            extra = [f"{k}={v}" for k, v in env.items() if os.environ.get(k) != v]
+            if extra:
+                kwargs["mncmd"] = ["env", *extra, *kwargs["mncmd"]]
+        return super().popen(*args, **kwargs)
 
     def _popen(self, cmd, **params):
         a = self.access
@@ -89,19 +120,6 @@ class RemoteFabricSwitch(OnServer, FabricSwitch):
     its control commands run in the switch's shell there; it stops on a SIGTERM sent
     there (the local ssh client's end would leave it writing its last records)."""
 
-    @property
-    def server_dir(self) -> str:
-        """This server's folder for the run (its own directory, not the run folder)."""
-        return os.path.join(self.rundir, "servers", f"s{self.server}")
-
-    def agent_file(self, path: str) -> str:
-        return os.path.join(self.server_dir, os.path.basename(path))
-
-    def deliver(self, path: str) -> str:
-        there = self.agent_file(path)
-        self.access.put(self.server, path, there)
-        return there
-
     def collect(self) -> None:
         """The agent's telemetry, back over ssh into the run folder (``<switch>.jsonl``,
         where the report reads it)."""
@@ -109,7 +127,7 @@ class RemoteFabricSwitch(OnServer, FabricSwitch):
             return
         here = os.path.join(self.rundir, os.path.basename(self.telemetry_path))
         try:
-            self.access.get(self.server, self.telemetry_path, here)
+            self.fetch(self.telemetry_path, here)
         except RuntimeError as e:          # the agent never wrote it: say so in the log
             with open(os.path.join(self.rundir, f"{self.name}.agent.log"), "a") as f:
                 f.write(f"\nsymphony-emu: could not collect {self.telemetry_path}: {e}\n")
@@ -136,9 +154,6 @@ class RemoteFabricSwitch(OnServer, FabricSwitch):
         cmd = list(args[0]) if len(args) == 1 and isinstance(args[0], list) else list(args)
         wrapped = ["sh", "-c", 'mkdir -p "$(dirname "$0")" && echo $$ > "$0" && exec "$@"',
                    self._pid_file(), *cmd]
-        # mnexec without -d: detaching would end the ssh session at once (and its hangup
-        # the process); the session's terminal is the process's own
-        kwargs.setdefault("mncmd", ["mnexec", "-a", str(self.pid)])
         return super().popen(wrapped, **kwargs)
 
     def stop_agent(self, timeout_s: float = 5.0) -> int | None:

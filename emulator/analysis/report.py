@@ -50,7 +50,11 @@ CCT_RATIO_MIN = 0.95
 QUEUE_ERR_MAX_FRAMES = 2.0          # mean |queue model - kernel backlog| per port
 BUSY_UTIL_RANGE = (0.90, 1.10)      # a busy port's sent bytes / (rate x time)
 BUSY_INTERVALS_MIN = 3              # judge a port's utilization from this many intervals
-START_OFFSET_MAX_FRAMES = 0.25      # a process's view of t = 0 against the coordinator's
+# A process's view of t = 0 against the coordinator's (hosts.clock): an upper bound on
+# its start's skew, the start line's transit included (on one machine that is all of it:
+# ~0.05 ms by pipe, 0.4-1.1 ms over ssh). A frame late, a host's first packets leave one
+# frame late: less than the one burst per step the CCT floor already allows.
+START_OFFSET_MAX_FRAMES = 1.0
 
 
 def _agent_fidelity_from_finals(run: RunFolder, meas: dict) -> None:
@@ -245,8 +249,8 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
         where = f"server {server_of[h]}" if server_of and h in server_of else "this machine"
         reasons.append(f"clocks: host {h} ({where}) saw t = 0 "
                        f"{seen[h]['offset_s'] * 1e3:+.2f} ms off the coordinator's clock (> "
-                       f"{START_OFFSET_MAX_FRAMES:.0%} of a {frame_s * 1e3:.2f} ms frame at "
-                       f"this dilation): its records are not on the others' timeline")
+                       f"{START_OFFSET_MAX_FRAMES:g} frame of {frame_s * 1e3:.2f} ms at this "
+                       f"dilation): its records are not on the others' timeline")
     floors = ratios if floors is None else floors
     if floors and min(floors) < CCT_RATIO_MIN:
         i = floors.index(min(floors))

@@ -46,7 +46,8 @@ def topology(plan, rundir: str):
     if f.kind == "dumbbell":
         return DumbbellTopo(f.hosts_per_leaf, **opts)
     return LeafSpineTopo(f.leaves, f.spines, f.hosts_per_leaf, pods=f.pods, cores=f.cores,
-                         oversubscription=f.oversubscription, servers=f.servers, **opts)
+                         oversubscription=f.oversubscription, servers=f.servers,
+                         ssh=f.ssh, **opts)
 
 
 class Leftovers(RuntimeError):

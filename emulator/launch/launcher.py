@@ -26,11 +26,12 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 
 from hosts import clock, sched
-from hosts.config import GroupConfig, HostConfig, MemberConfig
+from hosts.config import STDOUT, GroupConfig, HostConfig, MemberConfig
 from topologies import fabric as wiring
 
 PER_PROCESS = 8                   # hosts (or switches) one process serves by default, at most
@@ -54,6 +55,7 @@ class HostProcesses:
         self.t_start: float | None = None
         self._offsets: dict[str, int] = {}
         self._partial: dict[str, str] = {}
+        self._readers: list[threading.Thread] = []    # remote processes' line sorters
 
     @property
     def total(self) -> int:
@@ -80,11 +82,16 @@ class HostProcesses:
         # each process ~0.1 CPU-s of start-up on this machine (issue 15)
         env = dict(os.environ, PYTHONPATH=wiring.REPO_ROOT, OPENBLAS_NUM_THREADS="1")
         try:
-            shares = split(list(self.configs), self.processes)
+            shares = self._shares()
             for i, hosts in enumerate(shares):
+                node = self.fab[hosts[0]]
+                # on a server reached over ssh: files in its folder there, protocol lines
+                # back on the process's stdout (topologies.remote)
+                remote = getattr(node, "access", None) is not None
                 members = []
                 for host in hosts:
-                    cfg = replace(self.configs[host], telemetry_path=self._path(host, "jsonl"))
+                    cfg = replace(self.configs[host],
+                                  telemetry_path=node.there(self._path(host, "jsonl")))
                     self.configs[host] = cfg
                     with open(self._path(host, "host.json"), "w") as f:
                         json.dump(cfg.to_dict(), f, indent=1)
@@ -92,23 +99,58 @@ class HostProcesses:
                     self._offsets[host] = 0
                     self._partial[host] = ""
                     members.append(MemberConfig(
-                        self._path(host, "host.json"), self._path(host, "host.out"),
+                        node.deliver(self._path(host, "host.json")),
+                        STDOUT if remote else self._path(host, "host.out"),
                         0 if host == hosts[0] else self.fab[host].pid))
                 group = self._path(hosts[0], "group.json")
                 with open(group, "w") as f:
                     json.dump(GroupConfig(tuple(members), self._cpu(i, len(shares))).to_dict(),
                               f, indent=1)
+                group = node.deliver(group)
                 with open(self._path(hosts[0], "host.log"), "w") as log:
-                    proc = self.fab[hosts[0]].popen(
+                    proc = node.popen(
                         [sys.executable, "-m", "hosts.group", "--config", group],
-                        stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE if remote else log, stderr=subprocess.STDOUT,
                         env=env, cwd=wiring.REPO_ROOT)
+                if remote:
+                    t = threading.Thread(target=self._sort_lines, args=(proc, hosts[0]),
+                                         name=f"lines-{hosts[0]}", daemon=True)
+                    t.start()
+                    self._readers.append(t)
                 self.groups.append((tuple(hosts), proc))
                 for host in hosts:
                     self.procs[host] = proc
         except BaseException:
             self.stop()
             raise
+
+    def _shares(self) -> list[list[str]]:
+        """The hosts in ``processes`` contiguous shares (:func:`split`); on a fabric over
+        several servers reached over ssh, a process serves hosts of one server only, each
+        server getting processes in proportion to its hosts."""
+        by: dict = {}
+        for h in self.configs:
+            by.setdefault(getattr(self.fab[h], "server", None), []).append(h)
+        if len(by) == 1:
+            return split(list(self.configs), self.processes)
+        n = len(self.configs)
+        return [share for hosts in by.values()
+                for share in split(hosts, max(1, round(self.processes * len(hosts) / n)))]
+
+    def _sort_lines(self, proc: subprocess.Popen, first: str) -> None:
+        """A remote host process's stdout (its ssh session's terminal): each host's
+        ``@<host>`` protocol line into that host's file, the rest into the log."""
+        with open(self._path(first, "host.log"), "a") as log:
+            for raw in proc.stdout:
+                line = raw.decode(errors="replace").rstrip("\r\n")
+                host, _, rest = line[1:].partition(" ") if line.startswith("@") else ("", "", "")
+                if host in self.configs:
+                    with open(self._path(host, "host.out"), "a") as f:
+                        f.write(rest + "\n")
+                else:
+                    log.write(line + "\n")
+                    log.flush()
 
     def _cpu(self, index: int, processes: int) -> int | None:
         """The CPU of the ``index``-th process: round-robin when pinning (``pin``), and
@@ -198,6 +240,19 @@ class HostProcesses:
                     p.stdin.close()
                 except OSError:
                     pass
+        for t in self._readers:
+            t.join(timeout_s)
+        self._readers = []
+        for hosts, _ in self.groups:         # telemetry written on a server, back here
+            node = self.fab[hosts[0]]
+            for h in hosts:
+                there = self.configs[h].telemetry_path
+                if there and there != self._path(h, "jsonl"):
+                    try:
+                        node.fetch(there, self._path(h, "jsonl"))
+                    except RuntimeError as e:
+                        with open(self.log_path(h), "a") as log:
+                            log.write(f"symphony-emu: could not collect {there}: {e}\n")
         self.poll()
         return self.exit_codes
 

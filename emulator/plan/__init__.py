@@ -49,6 +49,7 @@ class FabricPlan:
     buffer_bytes: int
     port_qdisc: str               # the scheme's: fifo | pq
     slow_hops: tuple              # ((switch, toward, rate_bps), ...): slower hops from t = 0
+    ssh: bool = False             # the servers reached over ssh (topology.ssh)
 
     @property
     def port_rates(self) -> dict[str, dict[str, float]]:
@@ -100,7 +101,8 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
                      t.spines if t.kind == "leafspine" else 0, t.per_leaf, t.pods, t.cores,
                      t.oversubscription, t.servers, t.routing, rate, t.buffer_bytes,
                      sch.port_qdisc, tuple((p.switch, p.toward, rate / p.ratio)
-                                           for p in spec.perturbations if p.kind == "imbalance"))
+                                           for p in spec.perturbations if p.kind == "imbalance"),
+                     t.ssh)
     agents = {name: agent_config(spec, sc, sch.hook_at_start(bool(late)), seed, name)
               for name in wiring.switch_names(t)}
     lays = tuple(job_layout(j, t, sc.time_s) for j in spec.jobs)
