@@ -141,3 +141,21 @@ def test_predict_has_no_size_guard(tmp_path, capsys, as_root, monkeypatch):
     with pytest.raises(SystemExit) as e:
         cli.main(["predict", TABLE1, "--set", "topology.leaves=32", "--out", str(tmp_path / "p")])
     assert e.value.code == 98 and "too large" not in capsys.readouterr().err
+
+
+def test_a_server_given_more_hosts_than_its_cores_emulate_is_refused_by_name():
+    # 3 pods of 2 x 12 hosts on 2 servers: pods go round robin, so server 0 takes two
+    # (48 hosts) and server 1 one (24)
+    over = ["topology.pods=3", "topology.leaves=2", "topology.spines=2",
+            "topology.hosts_per_leaf=12", "topology.cores=2", "topology.servers=2"]
+    d = capacity.demand(planning.compile(load(TABLE1, over), "symphony", 1))
+    assert d.hosts_per_server == (48, 24)
+    big = capacity.Machine(cpus=8, mem_available_bytes=24_000 * MB, server_cpus=(1, 4))
+    (why,) = capacity.refusals(d, big)
+    assert why.startswith("server 0: 48 hosts placed on it, more than the 32 its 1 cores")
+    roomy = capacity.Machine(cpus=8, mem_available_bytes=24_000 * MB, server_cpus=(2, 1))
+    assert capacity.refusals(d, roomy) == []
+    # stand-in servers share this machine's cores: 4 cores, 2 each, 64 hosts a server
+    shared = capacity.refusals(d, capacity.Machine(cpus=4, mem_available_bytes=24_000 * MB))
+    assert shared == [] and capacity.demand(
+        planning.compile(load(TABLE1), "symphony", 1)).hosts_per_server == ()

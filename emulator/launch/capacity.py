@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from emulator import plan as planning
 from emulator.launch.launcher import default_processes
 from emulator.perturbations import Background
+from topologies.overlay import server_of_nodes
 
 HOSTS_PER_CORE = 32          # benchmarks/scale.py: 64 hosts faithful on 2 cores
 PROCESS_MB = 67              # benchmarks/scale.py: peak RSS of a host process, of an agent
@@ -46,6 +47,9 @@ class Machine:
     cpus: int
     mem_available_bytes: int
     max_processes: int | None = None     # RLIMIT_NPROC, None: unlimited
+    # the cores of each server a fabric is placed on; None: stand-in servers, sharing
+    # this machine's cpus evenly
+    server_cpus: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class Demand:
     processes: int
     memory_bytes: int
     buffer_bytes: int        # of that, the ranks' collective buffers
+    hosts_per_server: tuple[int, ...] = ()   # a fabric placed on several servers
 
 
 def demand(plan) -> Demand:
@@ -72,7 +77,14 @@ def demand(plan) -> Demand:
                   for cfg in plan.hosts.values() for r in cfg.ranks)
     memory = (nodes * SHELL_MB + served * PROCESS_MB
               + (len(plan.hosts) + len(plan.agents)) * SERVED_MB) * MB + buffers
-    return Demand(nodes, hosts, processes, memory, buffers)
+    f = plan.fabric
+    per_server = ()
+    if f.servers > 1:
+        where = server_of_nodes(f.leaves, f.spines, f.hosts_per_leaf, f.pods, f.cores,
+                                f.servers)
+        per_server = tuple(sum(1 for h in plan.hosts if where[h] == i)
+                           for i in range(f.servers))
+    return Demand(nodes, hosts, processes, memory, buffers, per_server)
 
 
 def refusals(d: Demand, m: Machine) -> list[str]:
@@ -84,6 +96,15 @@ def refusals(d: Demand, m: Machine) -> list[str]:
         out.append(f"{d.hosts} hosts: more than the {max_hosts} this machine emulates "
                    f"faithfully ({HOSTS_PER_CORE} per core x {m.cpus} cores; the scale "
                    "benchmark, benchmarks/scale.py, measured 64 hosts faithful on 2 cores)")
+    if d.hosts_per_server:
+        n = len(d.hosts_per_server)
+        cores = m.server_cpus or (m.cpus / n,) * n
+        for i, (h, c) in enumerate(zip(d.hosts_per_server, cores)):
+            if h > HOSTS_PER_CORE * c:
+                out.append(f"server {i}: {h} hosts placed on it, more than the "
+                           f"{HOSTS_PER_CORE * c:g} its {c:g} cores emulate faithfully "
+                           f"({HOSTS_PER_CORE} per core, benchmarks/scale.py"
+                           f"{'' if m.server_cpus else '; stand-in servers share this machine'})")
     budget = MEMORY_SHARE * m.mem_available_bytes
     if d.memory_bytes > budget:
         out.append(f"needs about {d.memory_bytes / MB:,.0f} MB ({d.processes} processes: "
