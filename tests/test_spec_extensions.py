@@ -38,7 +38,7 @@ FIG8B = os.path.join(RUNS, "fig8b.toml")
 FIG8C = os.path.join(RUNS, "fig8c.toml")
 FIG9 = os.path.join(RUNS, "fig9.toml")
 RUN_NAMES = ["fig2", "fig4", "fig5", "fig6", "fig7ab", "fig7c", "fig8a", "fig8b", "fig8c",
-             "fig9", "table1", "table1-paper", "table1-two-leaf", "table2"]
+             "fig9", "table1", "table1-paper", "table1-two-leaf", "table2", "two-servers"]
 
 # Table 1 scale: 10 Gb/s links at dilation 2000.
 TABLE1_LINK_RATE_BPS = 10e9 / 2000
