@@ -207,3 +207,49 @@ def test_a_job_over_two_ssh_reached_servers_is_verified_faithful_and_leaves_noth
         assert {p.name for p in there.glob("*.agent.pid")}, there
     # the protocol lines came back on the ssh channel, one file per host
     assert all((run / f"h{h}.host.out").read_text().count('"ready"') == 1 for h in range(8))
+
+
+def _processes_naming(path: str) -> list[int]:
+    """Live processes whose command line names ``path`` (this test's own folder)."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if path.encode() in f.read() and open(f"/proc/{pid}/stat").read().split()[2] != "Z":
+                    out.append(int(pid))
+        except OSError:
+            pass
+    return out
+
+
+def test_a_sigkilled_run_over_ssh_leaves_nothing_after_clean(tmp_path):
+    import sys
+    import time
+    from emulator.launch import ledger
+    from tests.test_robust_run_emulation import left_behind, start, wait_for
+    from topologies.fabric import REPO_ROOT
+    spec = tmp_path / "servers.toml"
+    spec.write_text(
+        'name = "killed-ssh"\n[scale]\ndilation = 2000\n'
+        '[topology]\nkind = "leafspine"\npods = 2\nleaves = 1\nspines = 1\nhosts_per_leaf = 2\n'
+        'cores = 1\nservers = 2\nssh = true\n'
+        '[[jobs]]\nid = 1\nhosts = "all"\nchunk_bytes = 65536\npasses = 8\n'
+        '[run]\nschemes = ["symphony"]\nseeds = [1]\ntimeout_s = 120\n')
+    before_ns, privsep = _netns(), os.path.isdir("/run/sshd")
+    out = tmp_path / "killed"
+    p = start(spec, out)
+    rundir = out / "symphony-seed1"
+    assert wait_for(lambda: any(r["kind"] == "process" and ".group.json" in r["name"]
+                                for r in ledger.read(str(rundir))), 90)
+    time.sleep(1.0)
+    p.kill()
+    p.wait()
+    # the ssh clients die with the runner; every session's hangup ends what it ran
+    assert wait_for(lambda: _processes_naming(str(tmp_path)) == [], 15), \
+        _processes_naming(str(tmp_path))
+    cl = subprocess.run([sys.executable, "-m", "emulator.cli", "clean", str(out)],
+                        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert cl.returncode == 0, cl.stderr
+    assert left_behind(out) == [] and _netns() == before_ns
+    if not privsep:                 # the sshds' privilege-separation folder, if we made it
+        assert not os.path.isdir("/run/sshd") or not os.listdir("/run/sshd")

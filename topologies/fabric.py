@@ -519,6 +519,10 @@ class FabricSwitch(OwnedNode, Switch):
         self.telemetry_path, self.control_name = cfg.telemetry_path, cfg.control_name
         return self.deliver(self.agent_config_path)
 
+    def popen_agent(self, cmd: list, **kwargs) -> subprocess.Popen:
+        """Start the process of this switch's agent (and of the switches it serves)."""
+        return self.popen(cmd, **kwargs)
+
     def control(self, command: dict, timeout_s: float = 5.0) -> dict:
         """One command to this switch's agent, from inside the switch's namespace (the
         only place it can be reached from); OSError if none answers."""
@@ -582,7 +586,7 @@ def start_agents(switches: list[FabricSwitch], processes: int, timeout_s: float 
                       f, indent=1)
         group = first.deliver(group)
         log = open(os.path.join(first.rundir, f"{first.name}.agent.log"), "w")
-        proc = first.popen([sys.executable, "-m", "switch_agent", "--config", group],
+        proc = first.popen_agent([sys.executable, "-m", "switch_agent", "--config", group],
                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)
         log.close()
         for sw in share:

@@ -148,13 +148,12 @@ class RemoteFabricSwitch(OnServer, FabricSwitch):
     def _pid_file(self) -> str:
         return os.path.join(self.server_dir, f"{self.name}.agent.pid")
 
-    def popen(self, *args, **kwargs):
-        """A process in this switch's namespace on its server; its server pid is kept in
-        a file there, so that :meth:`stop_agent` can signal it where it runs."""
-        cmd = list(args[0]) if len(args) == 1 and isinstance(args[0], list) else list(args)
+    def popen_agent(self, cmd: list, **kwargs):
+        """The agent process, in this switch's namespace on its server; its server pid is
+        kept in a file there, so that :meth:`stop_agent` can signal it where it runs."""
         wrapped = ["sh", "-c", 'mkdir -p "$(dirname "$0")" && echo $$ > "$0" && exec "$@"',
                    self._pid_file(), *cmd]
-        return super().popen(wrapped, **kwargs)
+        return self.popen(wrapped, **kwargs)
 
     def stop_agent(self, timeout_s: float = 5.0) -> int | None:
         proc = self.agent_proc
