@@ -239,8 +239,11 @@ def test_a_sigkilled_run_over_ssh_leaves_nothing_after_clean(tmp_path):
     out = tmp_path / "killed"
     p = start(spec, out)
     rundir = out / "symphony-seed1"
-    assert wait_for(lambda: any(r["kind"] == "process" and ".group.json" in r["name"]
-                                for r in ledger.read(str(rundir))), 90)
+    started = wait_for(lambda: any(r["kind"] == "process" and ".group.json" in r["name"]
+                                   for r in ledger.read(str(rundir))), 90)
+    if not started:
+        p.kill()
+        pytest.fail(f"the run never started its host processes: {p.communicate()[0][-3000:]}")
     time.sleep(1.0)
     p.kill()
     p.wait()

@@ -156,14 +156,17 @@ class StandInServers:
                                         host_keys, wrap=("ip", "netns", "exec", ns))
             deadline = time.monotonic() + timeout_s
             for i in range(self.n):
-                while self.access.run(i, "true", check=False,
-                                      timeout_s=timeout_s).returncode != 0:
+                while (r := self.access.run(i, "true", check=False,
+                                            timeout_s=timeout_s)).returncode != 0:
                     if self.sshd[i].poll() is not None or time.monotonic() > deadline:
                         with open(os.path.join(state_dir, f"sshd{i}.log"), "rb") as f:
-                            said = f.read().decode(errors="replace").strip()[-500:]
-                        raise RuntimeError(f"stand-in server {i}: sshd did not answer on "
+                            said = f.read().decode(errors="replace").strip()[-300:]
+                        client = r.stderr.decode(errors="replace").strip()[-300:]
+                        raise RuntimeError(f"stand-in server {i}: no ssh session on "
                                            f"{self.address(i)}:{ssh.SSH_PORT} within "
-                                           f"{timeout_s:g} s: {said or 'no output'}")
+                                           f"{timeout_s:g} s; ssh said: "
+                                           f"{client or 'nothing'}; sshd said: "
+                                           f"{said or 'nothing'}")
                     time.sleep(0.1)
             return self.access
         except BaseException:

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
+import tempfile
 
 SSHD = "/usr/sbin/sshd"
 SSH_PORT = 22
 CONNECT_TIMEOUT_S = 5
+MAX_SOCKET_PATH = 107              # sun_path's 108 bytes, less the terminating NUL
 
 
 def _keygen(path: str, comment: str) -> str:
@@ -52,6 +55,10 @@ def sshd_config(state_dir: str, server: int, address: str, authorized_keys: str)
         "AllowTcpForwarding no",
         "X11Forwarding no",
         "AllowStreamLocalForwarding local",   # control sockets forwarded to the coordinator
+        # every node's shell and process is a session of the one multiplexed connection
+        # (sshd's default, 10, is fewer than a pod's nodes)
+        "MaxSessions 1000",
+        "MaxStartups 100:30:200",
         "PrintMotd no",
         "LogLevel ERROR",
         "",
@@ -68,6 +75,12 @@ class SshAccess:
         self.state_dir, self.addresses, self.user = state_dir, list(addresses), user
         self.wrap = tuple(wrap)
         self.key = os.path.join(state_dir, "id_ed25519")
+        # a ControlMaster socket's path, with the 17 characters ssh adds while making
+        # it, must fit a Unix socket address (107 bytes): a deep run folder gets a short
+        # folder of its own for them, removed by close()
+        self.control_dir = state_dir
+        if len(os.path.join(state_dir, f"cm-s{len(addresses)}")) + 17 > MAX_SOCKET_PATH:
+            self.control_dir = tempfile.mkdtemp(prefix="symphony-emu-ssh-")
         self.config = os.path.join(state_dir, "ssh_config")
         known = os.path.join(state_dir, "known_hosts")
         with open(known, "w") as f:
@@ -81,7 +94,7 @@ class SshAccess:
                     f"  UserKnownHostsFile {known}", "  GlobalKnownHostsFile /dev/null",
                     "  StrictHostKeyChecking yes", "  BatchMode yes",
                     f"  ConnectTimeout {CONNECT_TIMEOUT_S}", "  ControlMaster auto",
-                    f"  ControlPath {os.path.join(state_dir, 'cm-%n')}",
+                    f"  ControlPath {os.path.join(self.control_dir, 'cm-%n')}",
                     "  ControlPersist yes", "  LogLevel ERROR", "", ""]))
 
     @staticmethod
@@ -89,7 +102,7 @@ class SshAccess:
         return f"s{server}"
 
     def control_socket(self, server: int) -> str:
-        return os.path.join(self.state_dir, f"cm-{self.name(server)}")
+        return os.path.join(self.control_dir, f"cm-{self.name(server)}")
 
     def argv(self, server: int, command: list[str] | str, tty: bool = False) -> list[str]:
         """The argv that runs ``command`` (a list: quoted for the remote shell; a string:
@@ -136,3 +149,5 @@ class SshAccess:
             if os.path.exists(self.control_socket(i)):
                 subprocess.run([*self.wrap, "ssh", "-F", self.config, "-O", "exit",
                                 self.name(i)], capture_output=True, timeout=10)
+        if self.control_dir != self.state_dir:
+            shutil.rmtree(self.control_dir, ignore_errors=True)
