@@ -16,9 +16,12 @@ A switch's agent runs on its server too (:class:`RemoteFabricSwitch`): its confi
 is copied there, it writes its telemetry in the server's folder, which is copied back
 when the switch stops, and its control commands run in the switch's shell there (the one
 place its abstract socket can be reached from, over the connection the shell already
-rides: no separate forwarding to keep). Not yet (issue "Past one machine"): the host
-processes on the servers (the launcher still starts them on this machine, entering the
-hosts' namespaces by pid), and a ledger per server.
+rides: no separate forwarding to keep). A host's process runs on its server the same way
+(``emulator.launch.launcher``: its files in the server's folder, its protocol lines back
+on the ssh channel). Every remote process runs on its ssh session's terminal, so the end
+of the connection (the coordinator stopping, or dying) is a hangup that ends it. Not yet
+(docs/distributed.md, "What real servers still need"): real servers' addresses and keys,
+a ledger per server.
 """
 
 from __future__ import annotations
