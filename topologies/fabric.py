@@ -551,18 +551,21 @@ class FabricSwitch(OwnedNode, Switch):
         super().stop(deleteIntfs)
 
 
-def _shares(switches: list, k: int) -> list[list]:
-    """``switches`` split into ``k`` processes' shares, round-robin; a process serves only
-    switches of one server (``server``, on fabrics placed over ssh), so each server gets
-    a share of the processes in proportion to its switches (at least one)."""
+def per_server(items: list, server_of, k: int, split) -> list[list]:
+    """``items`` (switches or hosts) in about ``k`` processes' shares, each process serving
+    items of one server only (``server_of(item)``: None on one machine): each server gets
+    processes in proportion to its items, at least one, and ``split(group, n)`` shares a
+    server's items among its ``n``."""
     by: dict = {}
-    for sw in switches:
-        by.setdefault(getattr(sw, "server", None), []).append(sw)
-    out = []
-    for group in by.values():
-        n = max(1, min(len(group), round(k * len(group) / len(switches))))
-        out += [group[i::n] for i in range(n)]
-    return out
+    for it in items:
+        by.setdefault(server_of(it), []).append(it)
+    return [share for group in by.values()
+            for share in split(group, max(1, min(len(group),
+                                                 round(k * len(group) / len(items)))))]
+
+
+def _round_robin(group: list, n: int) -> list[list]:
+    return [group[i::n] for i in range(n)]
 
 
 def start_agents(switches: list[FabricSwitch], processes: int, timeout_s: float = 10.0,
@@ -576,7 +579,8 @@ def start_agents(switches: list[FabricSwitch], processes: int, timeout_s: float 
     env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     k = max(1, min(processes, len(switches)))
     pin = pin and k >= len(sched.cpus())
-    for i, share in enumerate(_shares(switches, k)):
+    for i, share in enumerate(per_server(switches, lambda sw: getattr(sw, "server", None),
+                                         k, _round_robin)):
         first = share[0]
         members = [AgentMember(sw.write_agent_config(), 0 if sw is first else sw.pid)
                    for sw in share]

@@ -126,17 +126,11 @@ class HostProcesses:
             raise
 
     def _shares(self) -> list[list[str]]:
-        """The hosts in ``processes`` contiguous shares (:func:`split`); on a fabric over
-        several servers reached over ssh, a process serves hosts of one server only, each
-        server getting processes in proportion to its hosts."""
-        by: dict = {}
-        for h in self.configs:
-            by.setdefault(getattr(self.fab[h], "server", None), []).append(h)
-        if len(by) == 1:
-            return split(list(self.configs), self.processes)
-        n = len(self.configs)
-        return [share for hosts in by.values()
-                for share in split(hosts, max(1, round(self.processes * len(hosts) / n)))]
+        """The hosts in ``processes`` contiguous shares (:func:`split`), a process serving
+        hosts of one server only on a fabric over several servers reached over ssh."""
+        return wiring.per_server(list(self.configs),
+                                 lambda h: getattr(self.fab[h], "server", None),
+                                 self.processes, split)
 
     def _sort_lines(self, proc: subprocess.Popen, first: str) -> None:
         """A remote host process's stdout (its ssh session's terminal): each host's
