@@ -112,13 +112,15 @@ class StandInServers:
         return f"{UNDERLAY_NET}.254"
 
     def start_ssh(self, state_dir: str, servers_dir: str | None = None,
-                  timeout_s: float = 10.0) -> ssh.SshAccess:
+                  timeout_s: float = 10.0, note_dir=None) -> ssh.SshAccess:
         """An sshd in each server's namespace, on its underlay address, accepting this
         run's key only; the coordinator's client in a namespace of its own on the
         underlay (``coordinator_ns``), so servers are reached only over ssh. Keys, host
         keys, configurations and logs go to ``state_dir``. ``servers_dir``: where each
         server keeps the run's files (``<servers_dir>/s<i>``, its own folder; default
-        beside ``state_dir``). Returns the access."""
+        beside ``state_dir``). ``note_dir(path, empty_only=False)`` is told of each folder
+        this makes outside ``state_dir`` before it exists (the run's ledger, so that
+        ``clean`` removes them after a SIGKILL). Returns the access."""
         os.makedirs(state_dir, exist_ok=True)
         self.servers_dir = servers_dir or os.path.join(os.path.dirname(state_dir), "servers")
         try:
@@ -136,6 +138,8 @@ class StandInServers:
             with open(authorized, "w") as f:
                 f.write(client + "\n")
             if not os.path.isdir("/run/sshd"):       # sshd's privilege-separation folder
+                if note_dir is not None:
+                    note_dir("/run/sshd", empty_only=True)
                 os.makedirs("/run/sshd", mode=0o755)
                 self._made_privsep = True
             host_keys = []
@@ -153,7 +157,8 @@ class StandInServers:
                     preexec_fn=lambda: fabric.die_with_parent(parent)))
                 log.close()
             self.access = ssh.SshAccess(state_dir, [self.address(i) for i in range(self.n)],
-                                        host_keys, wrap=("ip", "netns", "exec", ns))
+                                        host_keys, wrap=("ip", "netns", "exec", ns),
+                                        note_dir=note_dir)
             deadline = time.monotonic() + timeout_s
             for i in range(self.n):
                 while (r := self.access.run(i, "true", check=False,

@@ -18,6 +18,7 @@ used as they are, and this module only writes their configuration.)
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -71,16 +72,21 @@ class SshAccess:
     ``ip netns exec <coordinator namespace>``)."""
 
     def __init__(self, state_dir: str, addresses: list[str], host_keys: list[str],
-                 user: str = "root", wrap: tuple[str, ...] = ()):
+                 user: str = "root", wrap: tuple[str, ...] = (), note_dir=None):
         self.state_dir, self.addresses, self.user = state_dir, list(addresses), user
         self.wrap = tuple(wrap)
         self.key = os.path.join(state_dir, "id_ed25519")
         # a ControlMaster socket's path, with the 17 characters ssh adds while making
         # it, must fit a Unix socket address (107 bytes): a deep run folder gets a short
-        # folder of its own for them, removed by close()
+        # folder of its own for them, removed by close() -- and, named to ``note_dir``
+        # (the run's ledger) before it exists, by ``clean`` after a SIGKILL
         self.control_dir = state_dir
         if len(os.path.join(state_dir, f"cm-s{len(addresses)}")) + 17 > MAX_SOCKET_PATH:
-            self.control_dir = tempfile.mkdtemp(prefix="symphony-emu-ssh-")
+            self.control_dir = os.path.join(tempfile.gettempdir(),
+                                            f"symphony-emu-ssh-{secrets.token_hex(6)}")
+            if note_dir is not None:
+                note_dir(self.control_dir)
+            os.mkdir(self.control_dir, 0o700)
         self.config = os.path.join(state_dir, "ssh_config")
         known = os.path.join(state_dir, "known_hosts")
         with open(known, "w") as f:

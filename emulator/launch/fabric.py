@@ -95,7 +95,8 @@ class Fabric:
                 if ssh:                    # every node is then started over ssh
                     if self.rundir is None:
                         self._ssh_tmp = tempfile.mkdtemp(prefix="symphony-emu-ssh-")
-                    self.overlay.start_ssh(os.path.join(self.rundir or self._ssh_tmp, "ssh"))
+                    self.overlay.start_ssh(os.path.join(self.rundir or self._ssh_tmp, "ssh"),
+                                           note_dir=self.ledger.dir if self.ledger else None)
             for name in self.topo.nodes():
                 self._note("node", name)
             self.net = Mininet(topo=self.topo, controller=None, build=False, autoSetMacs=False,

@@ -12,6 +12,9 @@ disk before the thing it names exists:
     {"kind": "node", "name": "h0", "pid": .., "start": .., "netns": 4026532..}
     {"kind": "process", "name": "agent leaf0", "pid": .., "start": ..}
     {"kind": "netns", "name": "symu4242"}                a named namespace (ip netns)
+    {"kind": "dir", "path": "/tmp/symphony-emu-ssh-..",  a folder outside the run folder
+     "empty_only": false}                                (empty_only: remove it only if
+                                                         empty -- a shared system folder)
     {"kind": "closed", "removed": [...]}                 torn down (by the run or clean)
 
 Every process the run starts is also a child that dies with its parent (the nodes'
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -88,6 +92,9 @@ class Ledger:
 
     def netns(self, name: str) -> None:
         self.write({"kind": "netns", "name": name})
+
+    def dir(self, path: str, empty_only: bool = False) -> None:
+        self.write({"kind": "dir", "path": os.path.abspath(path), "empty_only": empty_only})
 
     def close(self, removed: list[str] | None = None) -> None:
         if self._f is not None:
@@ -190,9 +197,25 @@ def clean(rundir: str, force: bool = False, wait_s: float = 5.0) -> list[str]:
                                  text=True)
             removed.append(f"namespace {r['name']}" + ("" if res.returncode == 0 else
                                                        f" (failed: {res.stderr.strip()})"))
+    for r in recs:
+        if r["kind"] == "dir" and os.path.isdir(r["path"]):
+            removed += _remove_dir(r["path"], r.get("empty_only", False))
     with open(os.path.join(rundir, LEDGER), "a") as f:
         f.write(json.dumps({"kind": "closed", "by": "clean", "removed": removed}) + "\n")
     return removed
+
+
+def _remove_dir(path: str, empty_only: bool) -> list[str]:
+    """A folder the run made outside its run folder; ``empty_only``: left alone unless
+    empty (a system folder something else may have filled since)."""
+    try:
+        if empty_only:
+            os.rmdir(path)
+        else:
+            shutil.rmtree(path)
+    except OSError:
+        return []
+    return [f"folder {path}"]
 
 
 def run_dirs_with_ledgers(path: str) -> list[str]:
