@@ -1,9 +1,9 @@
 """t = 0 across processes (hosts.clock) and the verdict on what each process saw of it
-(emulator.analysis.report.fidelity), without root."""
+(emulator.analysis.verdict.fidelity), without root."""
 
 import pytest
 
-from emulator.analysis.report import START_OFFSET_MAX_FRAMES, fidelity
+from emulator.analysis.verdict import START_OFFSET_MAX_FRAMES, fidelity
 from hosts import clock
 from emulator.plan.layout import wire_bytes
 
@@ -59,11 +59,11 @@ def test_a_run_from_before_the_clock_records_is_not_judged_on_them():
 
 
 def test_the_verdict_knows_each_host_server_from_the_run_spec():
-    from emulator.analysis.report import _server_of
+    from emulator.analysis.verdict import server_of_hosts
     spec = {"name": "servers", "topology": {"kind": "leafspine", "pods": 2, "leaves": 2,
                                             "spines": 2, "hosts_per_leaf": 2, "cores": 2,
                                             "servers": 2},
             "jobs": [{"id": 1, "hosts": "all", "chunk_bytes": 32768}]}
-    where = _server_of(spec)
+    where = server_of_hosts(spec)
     assert [where[f"h{i}"] for i in range(8)] == [0] * 4 + [1] * 4
-    assert _server_of({**spec, "topology": {**spec["topology"], "servers": 1}}) is None
+    assert server_of_hosts({**spec, "topology": {**spec["topology"], "servers": 1}}) is None

@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from emulator.analysis.report import fidelity
+from emulator.analysis.verdict import fidelity
 from switch_agent import kernel_queues as kq
 from switch_agent.fidelity import PortFidelity
 
@@ -165,7 +165,7 @@ def test_udp_counters_parse_the_namespaces_snmp_table(tmp_path):
 def test_a_short_step_may_beat_the_bound_by_one_burst_but_no_more():
     # a 2-rank all-reduce of 64 KB: 2 steps of 32 KB; each may start with a full token
     # bucket (L2_BURST_BYTES leave at once), so the fastest CCT is the bound less 2 bursts
-    from emulator.analysis.report import fastest_cct_s
+    from emulator.analysis.verdict import fastest_cct_s
     from emulator.plan.layout import layout, theoretical_cct_s
     from emulator.spec import JobSpec, TopologySpec
     from topologies.fabric import L2_BURST_BYTES
@@ -182,3 +182,38 @@ def test_a_short_step_may_beat_the_bound_by_one_burst_but_no_more():
     assert ok["faithful"], ok["reasons"]
     broken = fidelity(meas, rate, 4096, [0.60], [], floors=[0.60 * theo / fastest])
     assert any("faster than the link allows" in r for r in broken["reasons"])
+
+
+# --- each server's own CPU (a fabric over servers reached by ssh) -------------------------
+
+def test_a_server_whose_own_cpu_was_saturated_is_named_in_the_verdict():
+    meas = meas_with({})
+    meas.update(cpu_busy=0.40, cpu_busy_servers={"s0": 0.45, "s1": 0.96, "s2": None})
+    f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
+    assert not f["faithful"]
+    assert f["reasons"] == ["server s1: CPU 96% busy (> 90%): timers and pacing slip there"]
+    assert f["cpu_busy_servers"]["s1"] == 0.96
+    meas["cpu_busy_servers"]["s1"] = 0.89
+    assert fidelity(meas, RATE_BPS, 4096, [1.2], [])["faithful"]
+
+
+def test_a_cpu_meter_reads_the_busy_share_from_whichever_proc_stat_it_is_given():
+    from emulator.launch.runner import CpuMeter
+    # user nice system idle iowait irq softirq: 300 of 1000 ticks busy in between
+    lines = iter(["cpu  100 0 100 700 100 0 0\n", "cpu  300 0 200 1300 200 0 0\n"])
+    m = CpuMeter(lambda: next(lines))
+    m.start()
+    assert m.stop() == pytest.approx(1 - 700 / 1000) and m.steal == 0.0
+    # the 8th column: ticks a hypervisor gave to other machines, counted as busy
+    lines = iter(["cpu  100 0 100 700 100 0 0 50\n", "cpu  300 0 200 1300 200 0 0 150\n"])
+    m = CpuMeter(lambda: next(lines))
+    m.start()
+    assert m.stop() == pytest.approx(1 - 700 / 1100) and m.steal == pytest.approx(100 / 1100)
+
+
+def test_a_saturated_cpu_says_how_much_of_it_the_hypervisor_took():
+    meas = {**meas_with({}), "cpu_busy": 0.95, "cpu_steal": 0.21}
+    f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
+    assert f["reasons"] == ["CPU 95% busy (> 90%; the hypervisor took 21% of the CPUs' "
+                            "time): timers and pacing slip"]
+    assert f["cpu_steal"] == 0.21

@@ -195,6 +195,11 @@ def test_a_job_over_two_ssh_reached_servers_is_verified_faithful_and_leaves_noth
     (job,) = res["jobs"]
     assert job["ranks"] == 8 and all(c["verified"] for c in job["collectives"]), job
     assert res["fidelity"]["faithful"], res["fidelity"]["reasons"]
+    # each server's CPU, read from its /proc/stat over its ssh: stand-ins share this
+    # machine's CPUs, so each reads what the machine's meter read (within the ssh delay)
+    servers = meas["cpu_busy_servers"]
+    assert set(servers) == {"s0", "s1"}, servers
+    assert all(abs(b - meas["cpu_busy"]) < 0.1 for b in servers.values()), (servers, meas)
     # t = 0 reached every host process over ssh; each recorded what it saw
     clocks = [s["clock"] for s in meas["rank_summaries"].values()]
     assert len(clocks) == 8 and all(0 <= c["offset_s"] < 0.05 for c in clocks), clocks
@@ -254,5 +259,10 @@ def test_a_sigkilled_run_over_ssh_leaves_nothing_after_clean(tmp_path):
                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert cl.returncode == 0, cl.stderr
     assert left_behind(out) == [] and _netns() == before_ns
-    if not privsep:                 # the sshds' privilege-separation folder, if we made it
-        assert not os.path.isdir("/run/sshd") or not os.listdir("/run/sshd")
+    # folders made outside the run folder: the ssh control sockets' (pytest's run folder
+    # is too deep for a socket address) and the sshds' privilege-separation folder, if
+    # this run made it
+    made = [r["path"] for r in ledger.read(str(rundir)) if r["kind"] == "dir"]
+    assert any("symphony-emu-ssh-" in d for d in made), made
+    assert not [d for d in made if os.path.isdir(d)], made
+    assert privsep or not os.path.isdir("/run/sshd")

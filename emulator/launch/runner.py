@@ -9,7 +9,7 @@ plots (also later, from the folder alone: ``symphony-emu report DIR``).
 from __future__ import annotations
 
 import os
-
+import subprocess
 import sys
 import time
 
@@ -25,23 +25,55 @@ from emulator.spec import Spec
 SETTLE_S = 10.0              # past the ranks' own timeout: they report their open flows
 
 
-class CpuMeter:
-    """Busy share of all CPUs between start() and stop(), from /proc/stat."""
+def _local_stat() -> str:
+    with open("/proc/stat") as f:
+        return f.readline()
 
-    @staticmethod
-    def _read():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
+
+class CpuMeter:
+    """Busy share of all CPUs between start() and stop(), from the first line of
+    /proc/stat: this machine's, or (``read_stat``) a server's, read over its ssh."""
+
+    def __init__(self, read_stat=_local_stat):
+        self._stat = read_stat
+
+    def _read(self):
+        v = [int(x) for x in self._stat().split()[1:]]
         idle = v[3] + (v[4] if len(v) > 4 else 0)
-        return sum(v), idle
+        return sum(v), idle, (v[7] if len(v) > 7 else 0)
 
     def start(self):
         self._t0 = self._read()
+        self.steal = 0.0
 
     def stop(self) -> float:
-        total, idle = self._read()
+        """The busy share; ``steal`` is then the part of it a hypervisor gave to others
+        (on a shared virtual machine the emulation's processes may wait for a CPU that
+        the machine counts as theirs)."""
+        total, idle, steal = self._read()
         dt, di = total - self._t0[0], idle - self._t0[1]
+        self.steal = (steal - self._t0[2]) / dt if dt else 0.0
         return 1 - di / dt if dt else 0.0
+
+
+def server_meters(fab) -> dict[str, CpuMeter]:
+    """A CPU meter per server reached over ssh, reading its /proc/stat there (stand-in
+    servers share this machine's CPUs, so theirs read alike; real servers' would not)."""
+    access = getattr(fab.overlay, "access", None) if fab.overlay is not None else None
+    if access is None:
+        return {}
+    return {access.name(i): CpuMeter(
+                lambda i=i: access.run(i, ["head", "-n", "1", "/proc/stat"]).stdout.decode())
+            for i in range(len(access.addresses))}
+
+
+def _busy(meter: CpuMeter) -> float | None:
+    """A server's busy share, None if it could not be read at the end (the verdict then
+    has the machine's and the other servers')."""
+    try:
+        return meter.stop()
+    except (OSError, RuntimeError, subprocess.SubprocessError, ValueError):
+        return None
 
 
 def agent_measurements(fab) -> dict:
@@ -93,6 +125,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
     folder.write_manifest(plan, spec)
     meas = {"timed_out": False, "host_exit": {}}
     cpu = CpuMeter()
+    servers: dict[str, CpuMeter] = {}       # each ssh-reached server's own CPU
     with Fabric(topology(plan, rundir)) as fab:
         engine = Engine(fab, rundir, plan.perturbations)
         procs = HostProcesses(fab, plan.hosts, rundir, plan.host_processes,
@@ -111,7 +144,10 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
                             setup_error=str(e))
             if started:
                 meas["t_start"] = t0           # t = 0 of every job's start_s
+                servers = server_meters(fab)
                 cpu.start()                    # the run itself, not the set-up
+                for m in servers.values():
+                    m.start()
                 t_begin = time.monotonic()
 
                 def tick():
@@ -137,6 +173,9 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
             engine.close()
         meas["perturbations"] = engine.log
         meas["cpu_busy"] = cpu.stop() if started else None
+        meas["cpu_steal"] = cpu.steal if started else None
+        if servers:
+            meas["cpu_busy_servers"] = {name: _busy(m) for name, m in servers.items()}
         meas["wall_s"] = time.monotonic() - t_begin
         meas["agents"] = agent_measurements(fab)
         meas["rank_summaries"] = procs.summaries

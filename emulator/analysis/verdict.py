@@ -1,0 +1,192 @@
+"""The run's fidelity verdict: every way an emulated run can be trusted less, each with
+a threshold, judged from the run's measurements alone (so ``symphony-emu report DIR``
+judges an old folder as a new one).
+
+Fidelity thresholds (docs/architecture.md §8; a run over any is flagged, not silently reported):
+CPU busy above 90 % (timers and pacing slip; what a hypervisor took of it, its *steal*,
+is counted as busy and named), any NFQUEUE drop (packets the agents never
+saw), mean pacing lateness above 25 % of a frame time, a port whose queue model is on
+average more than 2 frames off the kernel's backlog, a port that sent at less than 90 % or
+more than 110 % of its rate while certainly busy (Mininet-HiFi's invariant; judged from
+>= 3 such sampling intervals; see switch_agent/fidelity.py), a collective faster than the
+theoretical lockstep bound (a broken measurement), a packet a host's socket dropped for
+want of buffer (the rank process fell behind), a retransmission timeout in a run
+where no switch dropped or lost a packet (go-back-N resent data that was only late: the
+emulation stalled longer than ``transport.rto_us``; not judged for ``pq``, whose strict
+priority can starve the low class that long for real), a run that timed out, and any
+collective whose result was wrong (that one is an error, not just unfaithful).
+"""
+
+from __future__ import annotations
+
+from emulator.plan.layout import wire_bytes
+from emulator.rundir import RunFolder
+from emulator.spec import SpecError, validate
+from topologies import overlay
+from topologies.fabric import L2_BURST_BYTES
+
+CPU_BUSY_MAX = 0.90
+PACING_LATE_MAX_FRAMES = 0.25
+CCT_RATIO_MIN = 0.95
+QUEUE_ERR_MAX_FRAMES = 2.0          # mean |queue model - kernel backlog| per port
+BUSY_UTIL_RANGE = (0.90, 1.10)      # a busy port's sent bytes / (rate x time)
+BUSY_INTERVALS_MIN = 3              # judge a port's utilization from this many intervals
+# A process's view of t = 0 against the coordinator's (hosts.clock): an upper bound on
+# its start's skew, the start line's transit included (on one machine that is all of it:
+# ~0.05 ms by pipe, 0.4-1.1 ms over ssh). A frame late, a host's first packets leave one
+# frame late: less than the one burst per step the CCT floor already allows.
+START_OFFSET_MAX_FRAMES = 1.0
+
+
+def fill_agent_fidelity(run: RunFolder, meas: dict) -> None:
+    """Agents' fidelity summaries from their ``final`` telemetry records where
+    ``measurements.json`` lacks them (runs recorded before it carried them), so every run
+    is judged by the same checks."""
+    for name, a in meas.get("agents", {}).items():
+        if a.get("fidelity"):
+            continue
+        finals = run.agent_records(name, "final")
+        if finals and finals[-1].get("fidelity"):
+            a["fidelity"] = finals[-1]["fidelity"]
+
+
+def switch_losses(meas: dict) -> int:
+    """Packets the switches dropped (model buffer overflow, injected loss) or never saw."""
+    n = 0
+    for a in meas.get("agents", {}).values():
+        c = a.get("counters", {})                    # the agent's totals over its ports
+        n += c.get("model_drops", 0) + c.get("fault_drops", 0)
+        q = a.get("nfqueue", {})
+        n += q.get("queue_dropped", 0) + q.get("user_dropped", 0) + q.get("agent_enobufs", 0)
+    return n
+
+
+def fastest_cct_s(lay, theo_s: float, rate_bps: float) -> float:
+    """The shortest time a collective can take on token-bucket-shaped links: the lockstep
+    bound less one full bucket per step (``L2_BURST_BYTES``, refilled while a rank
+    waits between steps, leaves at once). For short steps that is well below the bound
+    (a 32 KB step: 27 %); a CCT under this is broken measurement, not a burst."""
+    return max(theo_s - lay.steps * L2_BURST_BYTES * 8 / rate_bps, 0.5 * theo_s)
+
+
+def server_of_hosts(spec: dict) -> dict | None:
+    """host -> server of a fabric placed on several servers (topologies.overlay)."""
+    if spec.get("topology", {}).get("servers", 1) <= 1:
+        return None
+    try:
+        t = validate(spec, "manifest.json").topology
+    except SpecError:             # a folder from before a check its spec no longer passes
+        return None
+    return overlay.server_of_nodes(t.leaves, t.spines, t.hosts_per_leaf, t.pods, t.cores,
+                                   t.servers)
+
+
+def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
+             transport: dict | None = None, lossy: bool = False,
+             floors: list | None = None, server_of: dict | None = None) -> dict:
+    """The run's verdict: a reason for each way its emulation can be trusted less
+    (``server_of``: host -> server, when the fabric spans several)."""
+    reasons = []
+    cpu = meas.get("cpu_busy")
+    steal = meas.get("cpu_steal")          # counted in cpu: CPU time a hypervisor took
+    stolen = f"; the hypervisor took {steal:.0%} of the CPUs' time" if steal else ""
+    if cpu is not None and cpu > CPU_BUSY_MAX:
+        reasons.append(f"CPU {cpu:.0%} busy (> {CPU_BUSY_MAX:.0%}{stolen}): timers and "
+                       f"pacing slip")
+    for server, busy in sorted(meas.get("cpu_busy_servers", {}).items()):
+        if busy is not None and busy > CPU_BUSY_MAX:     # its own CPU, read over its ssh
+            reasons.append(f"server {server}: CPU {busy:.0%} busy (> {CPU_BUSY_MAX:.0%}): "
+                           f"timers and pacing slip there")
+    drops = {}
+    for name, a in meas.get("agents", {}).items():
+        q = a.get("nfqueue", {})                     # none: the agent died (an error)
+        n = q.get("queue_dropped", 0) + q.get("user_dropped", 0) + q.get("agent_enobufs", 0)
+        drops[name] = n
+        if n:
+            reasons.append(f"{name}: NFQUEUE dropped {n} packets the agent never saw")
+    frame_bytes = wire_bytes(mtu, mtu)
+    queue_err, utils = {}, {}
+    for name, a in meas.get("agents", {}).items():
+        for port, f in a.get("fidelity", {}).items():
+            if f.get("queue_err_mean_bytes") is not None:
+                queue_err[f"{name}:{port}"] = f["queue_err_mean_bytes"]
+            if f.get("busy_intervals", 0) >= BUSY_INTERVALS_MIN:
+                utils[f"{name}:{port}"] = f["busy_util"]
+    worst = max(queue_err, key=queue_err.get, default=None)
+    if worst and queue_err[worst] > QUEUE_ERR_MAX_FRAMES * frame_bytes:
+        reasons.append(f"{worst}: the queue model is {queue_err[worst] / 1e3:.1f} KB off the "
+                       f"kernel's backlog on average (> {QUEUE_ERR_MAX_FRAMES:g} frames)")
+    lo, hi = BUSY_UTIL_RANGE
+    for port, u in sorted(utils.items()):
+        if not lo <= u <= hi:
+            reasons.append(f"{port}: a busy port sent at {u:.0%} of its rate (Mininet-HiFi "
+                           f"invariant: {lo:.0%}-{hi:.0%})")
+    frame_s = frame_bytes * 8 / rate_bps
+    late = [s["pacing"]["mean_late_s"] for s in meas.get("rank_summaries", {}).values()]
+    pacing = max(late) if late else None
+    if pacing is not None and pacing > PACING_LATE_MAX_FRAMES * frame_s:
+        reasons.append(f"pacing: a host sends {pacing * 1e3:.2f} ms late on average "
+                       f"(> {PACING_LATE_MAX_FRAMES:.0%} of a {frame_s * 1e3:.2f} ms frame)")
+    # t = 0 as each host process saw it (hosts.clock): its realtime at the start line
+    # minus the coordinator's when sending, which bounds how far apart their t = 0 are
+    seen = {h: s["clock"] for h, s in meas.get("rank_summaries", {}).items() if s.get("clock")}
+    start_offset = max((abs(c["offset_s"]) for c in seen.values()), default=None)
+    if start_offset is not None and start_offset > START_OFFSET_MAX_FRAMES * frame_s:
+        h = max(seen, key=lambda h: abs(seen[h]["offset_s"]))
+        where = f"server {server_of[h]}" if server_of and h in server_of else "this machine"
+        reasons.append(f"clocks: host {h} ({where}) saw t = 0 "
+                       f"{seen[h]['offset_s'] * 1e3:+.2f} ms off the coordinator's clock (> "
+                       f"{START_OFFSET_MAX_FRAMES:g} frame of {frame_s * 1e3:.2f} ms at this "
+                       f"dilation): its records are not on the others' timeline")
+    floors = ratios if floors is None else floors
+    if floors and min(floors) < CCT_RATIO_MIN:
+        i = floors.index(min(floors))
+        reasons.append(f"a collective took {ratios[i]:.2f}x the theoretical lockstep time, "
+                       f"{floors[i]:.2f}x the fastest its shaped links allow (one burst per "
+                       f"step): faster than the link allows, the measurement is broken")
+    host_drops = sum(s.get("udp", {}).get("RcvbufErrors", 0)
+                     for s in meas.get("rank_summaries", {}).values())
+    if host_drops:
+        reasons.append(f"hosts' sockets dropped {host_drops} packets (a rank process fell "
+                       f"behind reading them: CPU)")
+    if transport and transport["timeouts"] and not lossy and not switch_losses(meas) \
+            and not host_drops:
+        reasons.append(f"{transport['timeouts']} retransmission timeouts although no switch "
+                       f"dropped a packet: go-back-N resent {transport['retransmits']} packets "
+                       f"that were only late (delayed past transport.rto_us: an emulation stall, or "
+                       f"an RTO below the queueing delay)")
+    if meas.get("unfinished_flows"):
+        reasons.append(f"{len(meas['unfinished_flows'])} flows were never delivered in the "
+                       f"model (no live route: a link down with nothing to re-route to)")
+    if meas.get("timed_out"):
+        reasons.append("the run timed out")
+    bad_exit = {h: rc for h, rc in meas.get("host_exit", {}).items() if rc != 0}
+    if bad_exit:
+        reasons.append(f"host processes failed: {bad_exit}")
+    if meas.get("teardown_leftovers"):
+        reasons.append(f"teardown had to remove {meas['teardown_leftovers']}")
+    # what the emulation adds to every hop: the wait for the agent (not judged yet: see
+    # docs/results.md, "Faster emulation"; reported beside the verdict)
+    holds = {name: (a.get("nfqueue", {}).get("held_mean_s"),
+                    a.get("nfqueue", {}).get("held_packets", 0))
+             for name, a in meas.get("agents", {}).items()}
+    timed = sum(n for _, n in holds.values() if n)
+    hold = (sum(m * n for m, n in holds.values() if m is not None and n) / timed
+            if timed else None)
+    # ... and at the hosts: a datagram's wait between its arrival and its process reading it
+    lags = [s["rx_lag"] for s in meas.get("rank_summaries", {}).values() if "rx_lag" in s]
+    lagged = sum(x["packets"] for x in lags)
+    rx_lag = sum(x["mean_s"] * x["packets"] for x in lags) / lagged if lagged else None
+    return {"faithful": not reasons and not wrong, "reasons": reasons, "errors": wrong,
+            "cpu_busy": cpu, "cpu_steal": steal, "cpu_busy_servers": meas.get("cpu_busy_servers"),
+            "nfqueue_drops": drops, "pacing_mean_late_s": pacing,
+            "start_offset_max_s": start_offset,
+            "agent_hold_mean_s": hold,
+            "agent_hold_frames": hold / frame_s if hold is not None else None,
+            "host_rx_lag_mean_s": rx_lag,
+            "host_rx_lag_frames": rx_lag / frame_s if rx_lag is not None else None,
+            "cct_ratio_min": min(ratios) if ratios else None,
+            "cct_ratio_max": max(ratios) if ratios else None,
+            "queue_err_mean_bytes_max": queue_err[worst] if worst else None,
+            "busy_util_min": min(utils.values()) if utils else None,
+            "busy_util_max": max(utils.values()) if utils else None}
