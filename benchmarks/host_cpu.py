@@ -22,7 +22,11 @@ process kind:
   process ended; ``invol``: the share of them that were preemptions.
 
 and per run the collective time over the lockstep bound (median and worst of the
-passes) and the fidelity verdict. Goal (issue 15): ranks <= 40 µs CPU per data packet.
+passes) and the fidelity verdict, and **all in**: what one data packet costs the whole
+emulation from t = 0 (its rank processes and every agent hop), how much of it is the
+kernel's (``/proc/<pid>/stat`` stime: the forwarding, shaping and NFQUEUE a packet's
+system calls run, and the wake-ups), and the CPUs the job needs to keep up with its
+lockstep bound at this dilation -- twice as many at half the D. Goal (issue 15): ranks <= 40 µs CPU per data packet.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from emulator.analysis import report  # noqa: E402
 from emulator.launch import ledger, runner  # noqa: E402
 from emulator.rundir import RunFolder  # noqa: E402
 from emulator.spec import load  # noqa: E402
+from hosts import sched  # noqa: E402
 from topologies.fabric import REPO_ROOT  # noqa: E402
 
 GOAL_RANK_US_PER_PKT = 40.0
@@ -49,9 +54,9 @@ SAMPLE_S = 0.2
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
-def proc_sample(pid: int) -> tuple[int, int, float] | None:
-    """(context switches so far, of them involuntary, CPU seconds so far) of a live
-    process, or None."""
+def proc_sample(pid: int) -> tuple[int, int, float, float] | None:
+    """(context switches so far, of them involuntary, CPU seconds so far, of them in the
+    kernel) of a live process, or None."""
     try:
         with open(f"/proc/{pid}/status") as f:
             status = f.read()
@@ -64,7 +69,7 @@ def proc_sample(pid: int) -> tuple[int, int, float] | None:
                                      and "ctxt_switches" in line)}
     invol = counts.get("nonvoluntary_ctxt_switches", 0)
     return (counts.get("voluntary_ctxt_switches", 0) + invol, invol,
-            (int(stat[11]) + int(stat[12])) * TICK_S)         # utime, stime
+            (int(stat[11]) + int(stat[12])) * TICK_S, int(stat[12]) * TICK_S)  # utime, stime
 
 
 def process_kind(name: str) -> str | None:
@@ -77,13 +82,13 @@ def process_kind(name: str) -> str | None:
 
 class Sampler(threading.Thread):
     """Samples every process the run's ledger records until stopped: per pid, a list of
-    (monotonic time, context switches, CPU seconds)."""
+    (monotonic time, context switches, involuntary ones, CPU seconds, kernel CPU seconds)."""
 
     def __init__(self, rundir: str):
         super().__init__(daemon=True)
         self.rundir = rundir
         self.procs: dict[int, tuple[str, str]] = {}       # pid -> (kind, name)
-        self.series: dict[int, list[tuple[float, int, int, float]]] = {}
+        self.series: dict[int, list[tuple[float, int, int, float, float]]] = {}
         self.cwd: dict[int, str] = {}
         self._halt = threading.Event()
 
@@ -108,15 +113,16 @@ class Sampler(threading.Thread):
         self._halt.set()
         self.join()
 
-    def during(self, t_start: float) -> dict[str, list[tuple[float, int, int, float]]]:
+    def during(self, t_start: float) -> dict[str, list[tuple[float, int, int, float, float]]]:
         """Per kind, per process: (seconds, context switches, of them involuntary, CPU
-        seconds) from the first sample at or after ``t_start`` to its last sample."""
+        seconds, of them in the kernel) from the first sample at or after ``t_start`` to
+        its last sample."""
         out: dict[str, list] = {"ranks": [], "agents": []}
         for pid, samples in self.series.items():
             run = [s for s in samples if s[0] >= t_start]
             if len(run) >= 2:
-                (t0, c0, i0, u0), (t1, c1, i1, u1) = run[0], run[-1]
-                out[self.procs[pid][0]].append((t1 - t0, c1 - c0, i1 - i0, u1 - u0))
+                (t0, c0, i0, u0, k0), (t1, c1, i1, u1, k1) = run[0], run[-1]
+                out[self.procs[pid][0]].append((t1 - t0, c1 - c0, i1 - i0, u1 - u0, k1 - k0))
         return out
 
 
@@ -145,6 +151,7 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
         d = during[kind]
         run_cpu = sum(x[3] for x in d)
         return {"processes": nprocs, "cpu_s": cpu_s, "packets": pkts,
+                "run_kernel_cpu_s": sum(x[4] for x in d),
                 "us_per_pkt": 1e6 * cpu_s / pkts if pkts else None,
                 "run_cpu_s": run_cpu,
                 "run_us_per_pkt": 1e6 * run_cpu / pkts if pkts and d else None,
@@ -155,22 +162,48 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
                 "sampled": len(d)}
 
     cwds = sorted(set(sampler.cwd[p] for p in sampler.cwd if sampler.procs[p][0] == "ranks"))
+    ranks_row = {**kind_row("ranks", host_process_cpu_s(ranks), rank_pkts,
+                            len({r.get("process", {}).get("pid") for r in ranks})),
+                 "hosts": len(ranks), "data_tx": rank_tx,
+                 "kernel_share": host_process_cpu_s(ranks, "sys_s")
+                 / max(1e-9, host_process_cpu_s(ranks))}
+    agents_row = {**kind_row("agents", host_process_cpu_s(finals),
+                             sum(a["counters"]["pkts"] for a in agents),
+                             len({f.get("process", {}).get("pid") for f in finals})),
+                  "switches": len(agents),
+                  "kernel_share": host_process_cpu_s(finals, "sys_s")
+                  / max(1e-9, host_process_cpu_s(finals))}
+    # the jobs run side by side, each its collectives back to back
+    bound_s = max((sum(c["theoretical_cct_s"] for c in j["collectives"]) for j in res["jobs"]),
+                  default=0.0)
     return {"scheme": scheme, "seed": seed, "rundir": rundir,
             "dilation": spec.scale.dilation, "routing": spec.topology.routing,
-            "ranks": {**kind_row("ranks", host_process_cpu_s(ranks), rank_pkts,
-                                 len({r.get("process", {}).get("pid") for r in ranks})),
-                      "hosts": len(ranks), "data_tx": rank_tx,
-                      "kernel_share": host_process_cpu_s(ranks, "sys_s")
-                      / max(1e-9, host_process_cpu_s(ranks))},
-            "agents": {**kind_row("agents", host_process_cpu_s(finals),
-                                  sum(a["counters"]["pkts"] for a in agents),
-                                  len({f.get("process", {}).get("pid") for f in finals})),
-                       "switches": len(agents)},
+            "ranks": ranks_row, "agents": agents_row,
+            "all_in": all_in(ranks_row, agents_row, rank_pkts, bound_s, len(sched.cpus())),
             "cct_ratio_median": statistics.median(ratios) if ratios else None,
             "cct_ratio_max": max(ratios) if ratios else None,
             "faithful": res["fidelity"]["faithful"], "reasons": res["fidelity"]["reasons"],
-            "cpu_busy": meas.get("cpu_busy"), "wall_s": meas.get("wall_s"),
+            "cpu_busy": meas.get("cpu_busy"), "cpu_steal": meas.get("cpu_steal"),
+            "wall_s": meas.get("wall_s"),
             "rank_cwd": cwds}
+
+
+def all_in(ranks: dict, agents: dict, data_packets: int, bound_s: float, cpus: int) -> dict:
+    """What one data packet costs the whole emulation from t = 0 -- its rank processes
+    (sending, receiving, the ACKs) and every agent hop -- split into the kernel's part
+    (forwarding, shaping, NFQUEUE, wake-ups) and the processes' own, and the CPUs the job
+    needs to run at its lockstep bound at this dilation (the run's CPU over the bound's
+    wall time; the CPU a job needs grows as D shrinks, in proportion)."""
+    if not data_packets or ranks.get("run_us_per_pkt") is None \
+            or agents.get("run_us_per_pkt") is None:
+        return {}
+    cpu = ranks["run_cpu_s"] + agents["run_cpu_s"]
+    kernel = ranks["run_kernel_cpu_s"] + agents["run_kernel_cpu_s"]
+    return {"us_per_pkt": 1e6 * cpu / data_packets,
+            "kernel_us_per_pkt": 1e6 * kernel / data_packets,
+            "cpus_at_bound": cpu / bound_s if bound_s else None,
+            "kernel_cpus_at_bound": kernel / bound_s if bound_s else None,
+            "cpus": cpus}
 
 
 def host_process_cpu_s(summaries: list[dict], key: str = "cpu_s") -> float:
@@ -196,7 +229,8 @@ def print_row(r: dict) -> None:
     print(f"{r['scheme']} seed {r['seed']}, D = {r['dilation']}, {r['routing']}: "
           f"CCT/bound {fmt(r['cct_ratio_median'], '.3f')} (worst {fmt(r['cct_ratio_max'], '.3f')}), "
           f"{'faithful' if r['faithful'] else 'UNFAITHFUL'}, CPU busy "
-          f"{fmt(r['cpu_busy'], '.0%')}, {fmt(r['wall_s'], '.1f', ' s')} wall"
+          f"{fmt(r['cpu_busy'], '.0%')} (hypervisor's steal {fmt(r.get('cpu_steal'), '.0%')}), "
+          f"{fmt(r['wall_s'], '.1f', ' s')} wall"
           + (f"; reasons: {'; '.join(r['reasons'])}" if r["reasons"] else ""))
     print(f"  {'kind':<7} {'procs':>5} {'CPU s':>7} {'packets':>8} {'CPU/pkt':>10} "
           f"{'run CPU/pkt':>11} {'wakeups/s':>10} {'invol':>6}")
@@ -207,11 +241,20 @@ def print_row(r: dict) -> None:
               f" {fmt(k['wakeups_per_s'], '.0f'):>10} {fmt(k['involuntary_share'], '.0%'):>6}")
     print(f"  (ranks: {r['ranks'].get('hosts', '?')} hosts in {r['ranks']['processes']} "
           f"processes, {fmt(r['ranks'].get('kernel_share'), '.0%')} of their CPU in the kernel "
-          f"(sending a packet runs the fabric's forwarding up to the next queue); "
+          f"(sending a packet runs the fabric's forwarding up to the next queue), agents "
+          f"{fmt(r['agents'].get('kernel_share'), '.0%')} (a verdict forwards it to the next); "
           f"{r['ranks']['data_tx']} data packets sent with retransmissions; "
           f"agents: {r['agents'].get('switches', '?')} switches, packets per hop; "
           f"code run from {', '.join(r['rank_cwd']) or '?'})",
           flush=True)
+    a = r.get("all_in") or {}
+    if a:
+        print(f"  all in, per data packet from t = 0: {a['us_per_pkt']:.1f} µs of CPU "
+              f"({a['kernel_us_per_pkt']:.1f} µs in the kernel: forwarding, shaping, NFQUEUE, "
+              f"wake-ups); to run at its lockstep bound at D = {r['dilation']:g} the job needs "
+              f"{fmt(a['cpus_at_bound'], '.2f')} CPUs ({fmt(a['kernel_cpus_at_bound'], '.2f')} "
+              f"of them the kernel's) of the {a['cpus']} here, at D = {r['dilation'] / 2:g} "
+              f"twice that", flush=True)
 
 
 def main(argv=None) -> int:
