@@ -217,3 +217,15 @@ def test_a_saturated_cpu_says_how_much_of_it_the_hypervisor_took():
     assert f["reasons"] == ["CPU 95% busy (> 90%; the hypervisor took 21% of the CPUs' "
                             "time): timers and pacing slip"]
     assert f["cpu_steal"] == 0.21
+
+
+def test_an_underlay_that_dropped_frames_is_named_by_server():
+    clean = {"server": 0, "tx_bytes": 10, "tx_packets": 1, "rx_bytes": 10, "rx_packets": 1,
+             "tx_dropped": 0, "tx_errors": 0, "rx_dropped": 0, "rx_errors": 0}
+    meas = {**meas_with({}), "underlay": [clean, {**clean, "server": 1, "rx_dropped": 3}]}
+    f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
+    assert f["reasons"] == ["server s1: its underlay dropped or garbled 3 frames (tx dropped "
+                            "0, errors 0; rx dropped 3, errors 0): a link cut between "
+                            "servers lost what the spec's link would not"]
+    meas["underlay"] = [clean, {**clean, "server": 1}]
+    assert fidelity(meas, RATE_BPS, 4096, [1.2], [])["faithful"]

@@ -47,3 +47,5 @@ def test_a_job_over_two_stand_in_servers_is_verified_and_really_crosses_the_unde
     assert [u["server"] for u in under] == [0, 1]
     for u in under:
         assert u["tx_bytes"] > least and u["rx_bytes"] > least, (u, least)
+        # nothing lost in the tunnels, and the verdict would say so if it were
+        assert u["tx_dropped"] == u["rx_dropped"] == u["tx_errors"] == u["rx_errors"] == 0, u

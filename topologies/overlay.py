@@ -236,14 +236,18 @@ class StandInServers:
         _ip("-n", ns, *move)
 
     def counters(self) -> list[dict]:
-        """Bytes and packets each server sent and received on the underlay."""
+        """Bytes and packets each server sent and received on the underlay, and what its
+        underlay interface dropped or got wrong either way (the tunnels' losses: a cut
+        link that loses frames is not the link the spec asked for)."""
         out = []
         for i, ns in enumerate(self.server_ns):
             st = json.loads(_ip("-j", "-s", "-n", ns, "link", "show", "dev", "underlay"))[0]
             st = st["stats64"]
-            out.append({"server": i, "tx_bytes": st["tx"]["bytes"],
-                        "tx_packets": st["tx"]["packets"], "rx_bytes": st["rx"]["bytes"],
-                        "rx_packets": st["rx"]["packets"]})
+            tx, rx = st["tx"], st["rx"]
+            out.append({"server": i, "tx_bytes": tx["bytes"], "tx_packets": tx["packets"],
+                        "rx_bytes": rx["bytes"], "rx_packets": rx["packets"],
+                        "tx_dropped": tx.get("dropped", 0), "tx_errors": tx.get("errors", 0),
+                        "rx_dropped": rx.get("dropped", 0), "rx_errors": rx.get("errors", 0)})
         return out
 
 

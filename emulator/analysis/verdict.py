@@ -93,6 +93,14 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
     if cpu is not None and cpu > CPU_BUSY_MAX:
         reasons.append(f"CPU {cpu:.0%} busy (> {CPU_BUSY_MAX:.0%}{stolen}): timers and "
                        f"pacing slip")
+    for u in meas.get("underlay", []):     # the tunnels of the links cut between servers
+        lost = sum(u.get(k, 0) for k in ("tx_dropped", "tx_errors", "rx_dropped", "rx_errors"))
+        if lost:
+            reasons.append(f"server s{u['server']}: its underlay dropped or garbled {lost} "
+                           f"frames (tx dropped {u.get('tx_dropped', 0)}, errors "
+                           f"{u.get('tx_errors', 0)}; rx dropped {u.get('rx_dropped', 0)}, "
+                           f"errors {u.get('rx_errors', 0)}): a link cut between servers "
+                           f"lost what the spec's link would not")
     for server, busy in sorted(meas.get("cpu_busy_servers", {}).items()):
         if busy is not None and busy > CPU_BUSY_MAX:     # its own CPU, read over its ssh
             reasons.append(f"server {server}: CPU {busy:.0%} busy (> {CPU_BUSY_MAX:.0%}): "
