@@ -91,3 +91,26 @@ def test_run_dirs_with_ledgers_finds_runs_and_sweep_points(tmp_path):
         "a/baseline-seed1", "a/symphony-seed1"]        # two levels down, not three
     assert ledger.run_dirs_with_ledgers(str(tmp_path / "sweep")) == [
         str(tmp_path / "sweep/p1/baseline-seed1")]
+
+
+def test_clean_removes_the_folders_the_run_made_elsewhere_and_a_shared_one_only_if_empty(
+        tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    sockets = tmp_path / "symphony-emu-ssh-abc"            # the run's own, with a socket
+    (sockets / "cm-s0").mkdir(parents=True)
+    shared_empty, shared_used = tmp_path / "privsep-a", tmp_path / "privsep-b"
+    shared_empty.mkdir()
+    shared_used.mkdir()
+    (shared_used / "someone-elses").write_text("x")
+    lg = ledger.Ledger(str(run))
+    lg.dir(str(sockets))
+    lg.dir(str(shared_empty), empty_only=True)
+    lg.dir(str(shared_used), empty_only=True)
+    lg.dir(str(tmp_path / "never-made"))
+    lg._f.close()                       # the runner was killed: no "closed" record
+    lg._f = None
+    removed = ledger.clean(str(run), force=True)
+    assert removed == [f"folder {sockets}", f"folder {shared_empty}"]
+    assert not sockets.exists() and not shared_empty.exists()
+    assert (shared_used / "someone-elses").read_text() == "x"
