@@ -180,3 +180,17 @@ def test_the_split_gives_the_model_job_time_under_other_timing_draws(tmp_path):
     assert hi > 1.01 * lo, (lo, hi)        # the timing draws alone move it
     (none,) = split._job_splits(RunFolder(str(tmp_path)), plan, fluid)
     assert none["fluid_jct_range_s"] is None
+
+
+def test_static_emulation_error_is_judged_where_the_model_sees_only_host_delays():
+    # what the replay of a 4-pass static run on this machine gave (2026-12-02): the model
+    # 1.002-1.008x the bound per pass (the hosts' processing delays), the emulation slow
+    def job(routing, emulated):
+        return {"emulated_jct_s": emulated, "fluid_jct_s": 2.0,
+                "collectives": [{"routing_x": r} for r in routing]}
+    clean = [1.0024, 1.0044, 1.0059, 1.0079]
+    assert split.static_error_x([job(clean, 2.6)]) == pytest.approx(1.3)
+    assert split.static_error_x([job(clean, 2.02)]) == pytest.approx(1.01)
+    # a collision in the model: it is no reference for what the emulation added
+    assert split.static_error_x([job([1.0024, 1.31, 1.0, 1.0], 2.6)]) is None
+    assert split.static_error_x([], [{"routing_x": 1.0, "transport_x": 1.07}]) == 1.07
