@@ -229,3 +229,13 @@ def test_an_underlay_that_dropped_frames_is_named_by_server():
                             "servers lost what the spec's link would not"]
     meas["underlay"] = [clean, {**clean, "server": 1}]
     assert fidelity(meas, RATE_BPS, 4096, [1.2], [])["faithful"]
+
+
+def test_a_static_job_over_its_fluid_time_is_emulation_error():
+    from emulator.analysis.verdict import judge_emulation_error
+    f = fidelity(meas_with({}), RATE_BPS, 4096, [1.2], [])
+    judge_emulation_error(f, 1.04)
+    assert f["faithful"] and f["emulation_error_x"] == 1.04
+    judge_emulation_error(f, 1.30)
+    assert not f["faithful"] and f["reasons"][0].startswith(
+        "static routing, no congestion in the flow-level model, yet the job took 1.30x")

@@ -114,15 +114,7 @@ def analyze_run(rundir: str) -> dict:
            "backend": backend, "jobs": jobs_out, "transport": transport, "fidelity": fid}
     if backend == "emulation" and (jobs_out or messages) and run.done:
         out["split"] = split.replay(rundir, man, lays)
-        err = (out["split"] or {}).get("emulation_error_x")
-        fid["emulation_error_x"] = err
-        if err is not None and err > split.STATIC_ERROR_MAX:
-            fid["reasons"].append(
-                f"static routing, no congestion in the flow-level model, yet the job took "
-                f"{err:.2f}x its fluid time on the same paths (> "
-                f"{split.STATIC_ERROR_MAX:g}): emulation error (the model has no per-hop "
-                f"frame delay: it counts where steps are a few frames long)")
-            fid["faithful"] = False
+        verdict.judge_emulation_error(fid, (out["split"] or {}).get("emulation_error_x"))
     if messages:
         out["messages"] = messages
         if len(messages) == 2:

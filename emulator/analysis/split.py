@@ -34,7 +34,6 @@ from emulator.spec import SpecError, validate
 from hosts import wire
 from topologies import fabric as wiring
 
-STATIC_ERROR_MAX = 1.05      # emulated / fluid where the model sees no congestion
 # "No congestion in the model": its time within this of the lockstep bound. Not exactly
 # 1: each send starts a host's processing time after its cue (from_plan.HOST_POST_DELAY_S),
 # which puts a static job with no shared link at 1.002-1.008x the bound over 4 passes

@@ -36,6 +36,9 @@ BUSY_INTERVALS_MIN = 3              # judge a port's utilization from this many 
 # ~0.05 ms by pipe, 0.4-1.1 ms over ssh). A frame late, a host's first packets leave one
 # frame late: less than the one burst per step the CCT floor already allows.
 START_OFFSET_MAX_FRAMES = 1.0
+# Static routing, no congestion in the flow-level model on the run's own paths
+# (analysis.split.static_error_x): the job's emulated time over the model's
+STATIC_ERROR_MAX = 1.05
 
 
 def fill_agent_fidelity(run: RunFolder, meas: dict) -> None:
@@ -198,3 +201,17 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
             "queue_err_mean_bytes_max": queue_err[worst] if worst else None,
             "busy_util_min": min(utils.values()) if utils else None,
             "busy_util_max": max(utils.values()) if utils else None}
+
+
+def judge_emulation_error(fid: dict, err: float | None) -> None:
+    """Add the emulation-error check to a verdict made by :func:`fidelity`: ``err`` is
+    the replay's emulated / fluid time where the model saw no congestion (None: it saw
+    some everywhere, or routing was not static)."""
+    fid["emulation_error_x"] = err
+    if err is not None and err > STATIC_ERROR_MAX:
+        fid["reasons"].append(
+            f"static routing, no congestion in the flow-level model, yet the job took "
+            f"{err:.2f}x its fluid time on the same paths (> {STATIC_ERROR_MAX:g}): "
+            f"emulation error (the model has no per-hop frame delay: it counts where steps "
+            f"are a few frames long)")
+        fid["faithful"] = False
