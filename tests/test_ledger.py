@@ -114,3 +114,75 @@ def test_clean_removes_the_folders_the_run_made_elsewhere_and_a_shared_one_only_
     assert removed == [f"folder {sockets}", f"folder {shared_empty}"]
     assert not sockets.exists() and not shared_empty.exists()
     assert (shared_used / "someone-elses").read_text() == "x"
+
+
+# --- a server's own ledger (the module run as a script there) ---------------------------
+
+SCRIPT = ledger.__file__
+
+
+def test_a_process_started_through_exec_records_itself_with_its_own_pid(tmp_path):
+    """``ledger.py exec`` writes the process's pid and start time, then becomes the
+    command (same pid): ``clean`` of that server folder kills exactly it."""
+    book = tmp_path / "s1" / ledger.LEDGER
+    p = subprocess.Popen([sys.executable, SCRIPT, "exec", str(book), "h8: hosts.group", "--",
+                          "sleep", "60"])
+    try:
+        for _ in range(100):
+            if book.exists() and book.read_text().strip():
+                break
+            subprocess.run(["sleep", "0.05"])
+        rec = json.loads(book.read_text().splitlines()[0])
+        assert rec == {"kind": "process", "name": "h8: hosts.group", "pid": p.pid,
+                       "start": ledger.start_ticks(p.pid)}
+        assert open(f"/proc/{p.pid}/comm").read().strip() == "sleep"     # it became sleep
+        out = subprocess.run([sys.executable, SCRIPT, "clean", str(tmp_path / "s1")],
+                             capture_output=True, text=True, check=True).stdout
+        assert json.loads(out) == [f"process h8: hosts.group (pid {p.pid})"]
+        assert p.wait(5) == -9
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+def test_note_records_running_processes_with_their_start_and_namespace(tmp_path, sleeper):
+    book = tmp_path / ledger.LEDGER
+    line = json.dumps({"kind": "node", "name": "leaf0", "pid": sleeper.pid}) + "\n"
+    subprocess.run([sys.executable, SCRIPT, "note", str(book)], input=line, text=True,
+                   check=True)
+    rec = json.loads(book.read_text())
+    assert rec == {"kind": "node", "name": "leaf0", "pid": sleeper.pid,
+                   "start": ledger.start_ticks(sleeper.pid),
+                   "netns": ledger.netns_inode(sleeper.pid)}
+
+
+def test_clean_cleans_each_server_through_the_command_recorded_for_it(tmp_path, sleeper):
+    """A run on real servers records how to reach each (its ssh argv) and the command that
+    cleans it there; here the "ssh" is ``sh -c`` on this machine, so the server's own
+    ledger is cleaned by its own script, and what it removed comes back named by server."""
+    server = tmp_path / "servers" / "s1"
+    server.mkdir(parents=True)
+    write(server, {"kind": "process", "name": "agent spine2", "pid": sleeper.pid,
+                   "start": ledger.start_ticks(sleeper.pid)})
+    write(tmp_path, {"kind": "owner", "pid": dead_pid(), "start": 1},
+          {"kind": "server", "name": "s1", "label": "root@10.0.0.3", "ssh": ["sh", "-c"],
+           "clean": [sys.executable, SCRIPT, "clean", str(server)]})
+    assert ledger.clean(str(tmp_path)) == [f"s1: process agent spine2 (pid {sleeper.pid})"]
+    assert sleeper.wait(5) == -9
+    assert json.loads((server / ledger.LEDGER).read_text().splitlines()[-1])["by"] == "clean"
+
+
+def test_a_server_clean_cannot_reach_is_named_and_the_rest_is_still_cleaned(tmp_path, sleeper):
+    write(tmp_path, {"kind": "owner", "pid": dead_pid(), "start": 1},
+          {"kind": "process", "name": "ssh master s0", "pid": sleeper.pid,
+           "start": ledger.start_ticks(sleeper.pid)},
+          {"kind": "server", "name": "s0", "label": "root@10.0.0.2",
+           "ssh": ["sh", "-c", "echo 'ssh: connect to host 10.0.0.2 port 22: No route' >&2; "
+                   "exit 255"], "clean": ["true"]})
+    with pytest.raises(ledger.ServersUnreached,
+                       match=r"could not clean server s0 \(root@10\.0\.0\.2\): .*exited 255: "
+                             r"ssh: connect to host 10\.0\.0\.2 port 22: No route; run "
+                             r"`symphony-emu clean` again") as e:
+        ledger.clean(str(tmp_path))
+    assert e.value.removed == [f"process ssh master s0 (pid {sleeper.pid})"]
+    assert sleeper.wait(5) == -9

@@ -24,11 +24,15 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 from mininet.link import Link
 
 from topologies import fabric, ssh
+
+LEDGER = "ledger.jsonl"                   # emulator.launch.ledger.LEDGER, on each server
+LEDGER_SCRIPT = os.path.join(fabric.REPO_ROOT, "emulator", "launch", "ledger.py")
 
 VXLAN_PORT = 4789
 VXLAN_OVERHEAD_BYTES = 50          # outer Ethernet + IPv4 + UDP + VXLAN
@@ -64,7 +68,92 @@ def _ip(*args: str) -> str:
     return r.stdout
 
 
-class StandInServers:
+def link_counters(server: int, ip_json: str) -> dict:
+    """One server's underlay counters from ``ip -j -s link show dev <its interface>``:
+    bytes and packets sent and received, and what it dropped or got wrong either way
+    (the tunnels' losses: a cut link that loses frames is not the link the spec asked
+    for)."""
+    st = json.loads(ip_json)[0]["stats64"]
+    tx, rx = st["tx"], st["rx"]
+    return {"server": server, "tx_bytes": tx["bytes"], "tx_packets": tx["packets"],
+            "rx_bytes": rx["bytes"], "rx_packets": rx["packets"],
+            "tx_dropped": tx.get("dropped", 0), "tx_errors": tx.get("errors", 0),
+            "rx_dropped": rx.get("dropped", 0), "rx_errors": rx.get("errors", 0)}
+
+
+class ServerSet:
+    """What the fabric sees of the servers it spans, stand-in or real: how many, each
+    one's underlay address, the ssh access once connected (``access``), each one's folder
+    for the run, the VXLAN ends of the cut links, the underlay's counters, and each
+    server's own ledger (``emulator.launch.ledger``: what the run started there, so that
+    ``clean`` can remove it there)."""
+
+    n: int
+    access: "ssh.SshAccess | None" = None
+    servers_dir: str | None = None         # each server's folder of the run, below
+    underlay_capacity: float | None = None  # bit/s each server's underlay carries, if given
+
+    def capacity_bps(self, server: int) -> float | None:
+        """The underlay's capacity at ``server`` (None: unknown)."""
+        return self.underlay_capacity
+
+    def address(self, server: int) -> str:
+        raise NotImplementedError
+
+    def namespaces(self, with_ssh: bool) -> list[str]:
+        """The named network namespaces this makes on this machine (for the ledger)."""
+        return []
+
+    def next_vni(self) -> int:
+        self._vni = getattr(self, "_vni", 0) + 1
+        return self._vni
+
+    def server_dir(self, server: int) -> str:
+        """``server``'s folder for the run (its own directory, not the run folder),
+        written and read only over ssh."""
+        return os.path.join(self.servers_dir, f"s{server}")
+
+    def ledger_path(self, server: int) -> str:
+        return os.path.join(self.server_dir(server), LEDGER)
+
+    def note(self, server: int, records: list[dict]) -> None:
+        """Write ``records`` (``{"kind", "name", "pid"}`` of things that run on
+        ``server``) into its own ledger, their start times and namespaces read there."""
+        if self.access is None or not records:
+            return
+        lines = "".join(json.dumps(r) + "\n" for r in records).encode()
+        self.access.run(server, [sys.executable, LEDGER_SCRIPT, "note",
+                                 self.ledger_path(server)], input=lines)
+
+    def recorded(self, server: int, name: str) -> list[str]:
+        """The argv prefix that makes a process started on ``server`` write itself into
+        the server's ledger (its pid and start time there) before it execs."""
+        return [sys.executable, LEDGER_SCRIPT, "exec", self.ledger_path(server), name, "--"]
+
+    def tunnel_end(self, server: int, peer: int, name: str, vni: int, node,
+                   mac: str | None = None) -> None:
+        """One end of a cut link: a VXLAN device made on ``server`` (in the namespace
+        that holds its underlay address) toward ``peer``, moved into ``node``'s namespace
+        as ``name``."""
+        for cmd in tunnel_commands(self.address(server), self.address(peer), name, vni,
+                                   node.pid, mac):
+            self._server_ip(server, cmd)
+
+    def _server_ip(self, server: int, args: list[str]) -> None:
+        self.access.run(server, ["ip", *args])
+
+
+def tunnel_commands(local: str, remote: str, name: str, vni: int, pid: int,
+                    mac: str | None = None) -> list[list[str]]:
+    """The two ``ip`` commands of a tunnel end: make the VXLAN device, move it into the
+    node's namespace (by its shell's pid) under the node's interface name."""
+    extra = ["address", mac] if mac else []
+    return [["link", "add", name, *extra, "type", "vxlan", "id", str(vni), "local", local,
+             "remote", remote, "dstport", str(VXLAN_PORT)],
+            ["link", "set", name, "netns", str(pid)]]
+
+
+class StandInServers(ServerSet):
     """``n`` stand-in servers on this machine, joined by an underlay bridge."""
 
     def __init__(self, n: int, tag: str | None = None):
@@ -78,11 +167,11 @@ class StandInServers:
         self.server_ns = [f"syms{tag}-{i}" for i in range(n)]
         self.coordinator_ns = f"symc{tag}"
         self.created: list[str] = []         # namespaces, in creation order
-        self._vni = 0
         self.sshd: list[subprocess.Popen] = []
-        self.access: ssh.SshAccess | None = None
-        self.servers_dir: str | None = None     # each server's folder of the run, below
         self._made_privsep = False
+
+    def namespaces(self, with_ssh: bool) -> list[str]:
+        return [self.underlay_ns, *self.server_ns, *([self.coordinator_ns] if with_ssh else [])]
 
     def address(self, server: int) -> str:
         return f"{UNDERLAY_NET}.{server + 1}"
@@ -112,7 +201,8 @@ class StandInServers:
         return f"{UNDERLAY_NET}.254"
 
     def start_ssh(self, state_dir: str, servers_dir: str | None = None,
-                  timeout_s: float = 10.0, note_dir=None) -> ssh.SshAccess:
+                  timeout_s: float = 10.0, note_dir=None, note_process=None,
+                  note_server=None) -> ssh.SshAccess:
         """An sshd in each server's namespace, on its underlay address, accepting this
         run's key only; the coordinator's client in a namespace of its own on the
         underlay (``coordinator_ns``), so servers are reached only over ssh. Keys, host
@@ -120,7 +210,10 @@ class StandInServers:
         server keeps the run's files (``<servers_dir>/s<i>``, its own folder; default
         beside ``state_dir``). ``note_dir(path, empty_only=False)`` is told of each folder
         this makes outside ``state_dir`` before it exists (the run's ledger, so that
-        ``clean`` removes them after a SIGKILL). Returns the access."""
+        ``clean`` removes them after a SIGKILL); ``note_process(name, pid)`` of each ssh
+        master connection. (``note_server`` is for real servers: stand-in servers share
+        this machine's process table, which the run's own ledger covers.) Returns the
+        access."""
         os.makedirs(state_dir, exist_ok=True)
         self.servers_dir = servers_dir or os.path.join(os.path.dirname(state_dir), "servers")
         try:
@@ -156,23 +249,22 @@ class StandInServers:
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                     preexec_fn=lambda: fabric.die_with_parent(parent)))
                 log.close()
-            self.access = ssh.SshAccess(state_dir, [self.address(i) for i in range(self.n)],
-                                        host_keys, wrap=("ip", "netns", "exec", ns),
-                                        note_dir=note_dir)
+            self.access = ssh.run_keys(state_dir, [self.address(i) for i in range(self.n)],
+                                       host_keys, wrap=("ip", "netns", "exec", ns),
+                                       note_dir=note_dir, note_process=note_process)
             deadline = time.monotonic() + timeout_s
             for i in range(self.n):
-                while (r := self.access.run(i, "true", check=False,
-                                            timeout_s=timeout_s)).returncode != 0:
-                    if self.sshd[i].poll() is not None or time.monotonic() > deadline:
-                        with open(os.path.join(state_dir, f"sshd{i}.log"), "rb") as f:
-                            said = f.read().decode(errors="replace").strip()[-300:]
-                        client = r.stderr.decode(errors="replace").strip()[-300:]
-                        raise RuntimeError(f"stand-in server {i}: no ssh session on "
-                                           f"{self.address(i)}:{ssh.SSH_PORT} within "
-                                           f"{timeout_s:g} s; ssh said: "
-                                           f"{client or 'nothing'}; sshd said: "
-                                           f"{said or 'nothing'}")
-                    time.sleep(0.1)
+                while True:
+                    try:
+                        self.access.connect(i, max(1.0, deadline - time.monotonic()))
+                        break
+                    except ConnectionError as e:
+                        if self.sshd[i].poll() is not None or time.monotonic() > deadline:
+                            with open(os.path.join(state_dir, f"sshd{i}.log"), "rb") as f:
+                                said = f.read().decode(errors="replace").strip()[-300:]
+                            raise RuntimeError(f"stand-in {e}; sshd said: "
+                                               f"{said or 'nothing'}") from None
+                        time.sleep(0.1)
             return self.access
         except BaseException:
             self.stop()
@@ -214,48 +306,23 @@ class StandInServers:
         self.created = []
         return stuck
 
-    def next_vni(self) -> int:
-        self._vni += 1
-        return self._vni
-
-    def tunnel_end(self, server: int, peer: int, name: str, vni: int, node,
-                   mac: str | None = None) -> None:
-        """One end of a cut link: a VXLAN device in ``server``'s namespace toward
-        ``peer``, moved into ``node``'s namespace as ``name``."""
-        extra = ["address", mac] if mac else []
-        add = ["link", "add", name, *extra, "type", "vxlan", "id", str(vni),
-               "local", self.address(server), "remote", self.address(peer),
-               "dstport", str(VXLAN_PORT)]
-        move = ["link", "set", name, "netns", str(node.pid)]
+    def _server_ip(self, server: int, args: list[str]) -> None:
         if self.access is not None:          # through the server's sshd, as on real ones
-            self.access.run(server, ["ip", *add])
-            self.access.run(server, ["ip", *move])
-            return
-        ns = self.server_ns[server]
-        _ip("-n", ns, *add)
-        _ip("-n", ns, *move)
+            self.access.run(server, ["ip", *args])
+        else:
+            _ip("-n", self.server_ns[server], *args)
 
     def counters(self) -> list[dict]:
-        """Bytes and packets each server sent and received on the underlay, and what its
-        underlay interface dropped or got wrong either way (the tunnels' losses: a cut
-        link that loses frames is not the link the spec asked for)."""
-        out = []
-        for i, ns in enumerate(self.server_ns):
-            st = json.loads(_ip("-j", "-s", "-n", ns, "link", "show", "dev", "underlay"))[0]
-            st = st["stats64"]
-            tx, rx = st["tx"], st["rx"]
-            out.append({"server": i, "tx_bytes": tx["bytes"], "tx_packets": tx["packets"],
-                        "rx_bytes": rx["bytes"], "rx_packets": rx["packets"],
-                        "tx_dropped": tx.get("dropped", 0), "tx_errors": tx.get("errors", 0),
-                        "rx_dropped": rx.get("dropped", 0), "rx_errors": rx.get("errors", 0)})
-        return out
+        """Each server's underlay counters (:func:`link_counters`), since it was made."""
+        return [link_counters(i, _ip("-j", "-s", "-n", ns, "link", "show", "dev", "underlay"))
+                for i, ns in enumerate(self.server_ns)]
 
 
 class VxlanLink(Link):
     """A link whose two ends sit on different servers: a VXLAN pair over the underlay.
     ``servers``: (server of node1, server of node2); ``overlay``: the servers."""
 
-    def __init__(self, node1, node2, overlay: StandInServers, servers: tuple[int, int],
+    def __init__(self, node1, node2, overlay: ServerSet, servers: tuple[int, int],
                  **params):
         self.overlay, self.servers = overlay, servers
         super().__init__(node1, node2, **params)

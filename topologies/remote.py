@@ -19,9 +19,9 @@ place its abstract socket can be reached from, over the connection the shell alr
 rides: no separate forwarding to keep). A host's process runs on its server the same way
 (``emulator.launch.launcher``: its files in the server's folder, its protocol lines back
 on the ssh channel). Every remote process runs on its ssh session's terminal, so the end
-of the connection (the coordinator stopping, or dying) is a hangup that ends it. Not yet
-(docs/distributed.md, "What real servers still need"): real servers' addresses and keys,
-a ledger per server.
+of the connection (the coordinator stopping, or dying) is a hangup that ends it. Each
+node's shell and each process started on a server is also written into that server's
+own ledger (``emulator.launch.ledger``), which ``clean`` reads there over ssh.
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ class OnServer:
 
     @property
     def server_dir(self) -> str:
-        """This server's folder for the run (its own directory, not the run folder): on
-        a stand-in server ``<run>/servers/s<i>``, written and read only over ssh."""
-        return os.path.join(self.overlay.servers_dir, f"s{self.server}")
+        """This server's folder for the run (its own directory, not the run folder):
+        ``<run>/servers/s<i>`` there, written and read only over ssh."""
+        return self.overlay.server_dir(self.server)
 
     def there(self, path: str) -> str:
         return os.path.join(self.server_dir, os.path.basename(path))
@@ -88,10 +88,16 @@ class OnServer:
                   f"exit 0; sleep 0.1; done; kill -9 {int(pid)}", check=False)
 
     def popen(self, *args, **kwargs):
+        record_as = kwargs.pop("record_as", None)
         if self.access is not None:
             # mnexec without -d: detaching would end the ssh session at once (and its
-            # hangup the process); the session's terminal is the process's own
-            kwargs.setdefault("mncmd", ["mnexec", "-a", str(self.pid)])
+            # hangup the process); the session's terminal is the process's own. It
+            # writes itself into the server's ledger first (pid and start time there)
+            cmd = args[0] if args and isinstance(args[0], (list, tuple)) else list(args)
+            what = record_as or \
+                f"{self.name}: {' '.join(os.path.basename(str(c)) for c in cmd[:3])}"
+            kwargs.setdefault("mncmd", [*self.overlay.recorded(self.server, what),
+                                        "mnexec", "-a", str(self.pid)])
             # the environment and folder are the server's: what differs from this
             # process's goes on the command line
             env = kwargs.pop("env", None) or {}
@@ -156,7 +162,7 @@ class RemoteFabricSwitch(OnServer, FabricSwitch):
         kept in a file there, so that :meth:`stop_agent` can signal it where it runs."""
         wrapped = ["sh", "-c", 'mkdir -p "$(dirname "$0")" && echo $$ > "$0" && exec "$@"',
                    self._pid_file(), *cmd]
-        return self.popen(wrapped, **kwargs)
+        return self.popen(wrapped, record_as=f"agent {self.name}", **kwargs)
 
     def stop_agent(self, timeout_s: float = 5.0) -> int | None:
         proc = self.agent_proc

@@ -45,8 +45,13 @@ def topology(plan, rundir: str):
                 pin_cpus=plan.pin_cpus)
     if f.kind == "dumbbell":
         return DumbbellTopo(f.hosts_per_leaf, **opts)
+    servers = f.servers
+    if f.server_targets:                     # real servers, over the user's ssh
+        from topologies.servers import Servers
+        servers = Servers(list(f.server_targets), f.ssh_config or None,
+                          list(f.underlay) or None, f.underlay_bps or None)
     return LeafSpineTopo(f.leaves, f.spines, f.hosts_per_leaf, pods=f.pods, cores=f.cores,
-                         oversubscription=f.oversubscription, servers=f.servers,
+                         oversubscription=f.oversubscription, servers=servers,
                          ssh=f.ssh, **opts)
 
 
@@ -88,15 +93,17 @@ class Fabric:
                 self.ledger = Ledger(self.rundir)
             if self.overlay is not None:
                 ssh = getattr(self.topo, "ssh", False)
-                for ns in [self.overlay.underlay_ns, *self.overlay.server_ns,
-                           *([self.overlay.coordinator_ns] if ssh else [])]:
+                for ns in self.overlay.namespaces(ssh):
                     self._note("netns", ns)
                 self.overlay.start()
                 if ssh:                    # every node is then started over ssh
                     if self.rundir is None:
                         self._ssh_tmp = tempfile.mkdtemp(prefix="symphony-emu-ssh-")
+                    lg = self.ledger
                     self.overlay.start_ssh(os.path.join(self.rundir or self._ssh_tmp, "ssh"),
-                                           note_dir=self.ledger.dir if self.ledger else None)
+                                           note_dir=lg.dir if lg else None,
+                                           note_process=lg.process if lg else None,
+                                           note_server=lg.server if lg else None)
             for name in self.topo.nodes():
                 self._note("node", name)
             self.net = Mininet(topo=self.topo, controller=None, build=False, autoSetMacs=False,
@@ -118,13 +125,22 @@ class Fabric:
             getattr(self.ledger, kind)(name)
 
     def _record(self) -> None:
+        remote: dict[int, list[dict]] = {}       # server -> its nodes' shells
         for node in self.net.hosts + self.net.switches:
+            if getattr(node, "access", None) is not None:
+                # its pid is the server's, so it goes into the server's own ledger
+                remote.setdefault(node.server, []).append(
+                    {"kind": "node", "name": node.name, "pid": node.pid})
+                node.ledger = self.ledger    # the local ssh clients of what it starts
+                continue
             if node.pid:
                 self.pids[node.name] = node.pid
                 if self.ledger is not None:
                     self.ledger.node(node.name, node.pid)
             node.ledger = self.ledger        # what the node starts from now on, too
             self.intfs += [i for i in node.intfNames() if i != "lo"]
+        for server, recs in remote.items():
+            self.overlay.note(server, recs)
 
     def stop(self) -> None:
         """Stop everything this fabric created; idempotent; tolerant of half-built nets."""

@@ -15,7 +15,19 @@ disk before the thing it names exists:
     {"kind": "dir", "path": "/tmp/symphony-emu-ssh-..",  a folder outside the run folder
      "empty_only": false}                                (empty_only: remove it only if
                                                          empty -- a shared system folder)
+    {"kind": "server", "name": "s0", "label": "root@10.0.0.2",   a real server the
+     "ssh": [...], "clean": [...]}                       run reaches over ssh: how to
+                                                         reach it, and the command that
+                                                         cleans it there
     {"kind": "closed", "removed": [...]}                 torn down (by the run or clean)
+
+**On each server** a fabric spans, the run keeps a ledger of the same form in its
+folder there (``<run>/servers/s<i>/ledger.jsonl``): the node shells, agents and host
+processes started there, with their pids and start times read there (this module is run
+there as a script: ``note`` records running processes, ``exec`` makes a process record
+itself before it becomes the command). ``clean`` of the run's folder reaches each real
+server over ssh and runs ``clean`` of that ledger there, so a run whose coordinator died
+while a server was cut off leaves nothing on it either.
 
 Every process the run starts is also a child that dies with its parent (the nodes'
 ``PR_SET_PDEATHSIG``, ``topologies.fabric.OwnedNode``), and every node, interface and
@@ -31,9 +43,11 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 LEDGER = "ledger.jsonl"
@@ -96,6 +110,10 @@ class Ledger:
     def dir(self, path: str, empty_only: bool = False) -> None:
         self.write({"kind": "dir", "path": os.path.abspath(path), "empty_only": empty_only})
 
+    def server(self, name: str, label: str, ssh: list[str], clean: list[str]) -> None:
+        self.write({"kind": "server", "name": name, "label": label, "ssh": list(ssh),
+                    "clean": list(clean)})
+
     def close(self, removed: list[str] | None = None) -> None:
         if self._f is not None:
             self.write({"kind": "closed", "removed": list(removed or [])})
@@ -107,6 +125,15 @@ class Ledger:
 
 class StillRunning(RuntimeError):
     """The run's owner is alive: cleaning would pull its fabric from under it."""
+
+
+class ServersUnreached(RuntimeError):
+    """``clean`` removed what it could, but could not reach some of the run's servers
+    (``removed``: what it did remove)."""
+
+    def __init__(self, message: str, removed: list[str]):
+        super().__init__(message)
+        self.removed = removed
 
 
 def read(rundir: str) -> list[dict]:
@@ -200,9 +227,35 @@ def clean(rundir: str, force: bool = False, wait_s: float = 5.0) -> list[str]:
     for r in recs:
         if r["kind"] == "dir" and os.path.isdir(r["path"]):
             removed += _remove_dir(r["path"], r.get("empty_only", False))
+    unreached = []
+    for r in recs:
+        if r["kind"] == "server":
+            try:
+                removed += [f"{r['name']}: {x}" for x in _clean_server(r)]
+            except (OSError, ValueError, subprocess.SubprocessError) as e:
+                unreached.append(f"server {r['name']} ({r['label']}): {e}")
     with open(os.path.join(rundir, LEDGER), "a") as f:
-        f.write(json.dumps({"kind": "closed", "by": "clean", "removed": removed}) + "\n")
+        f.write(json.dumps({"kind": "closed", "by": "clean", "removed": removed,
+                            **({"unreached": unreached} if unreached else {})}) + "\n")
+    if unreached:
+        raise ServersUnreached(f"{rundir}: could not clean {'; '.join(unreached)}; run "
+                               "`symphony-emu clean` again once the server is reachable",
+                               removed)
     return removed
+
+
+SERVER_CLEAN_TIMEOUT_S = 60.0
+
+
+def _clean_server(rec: dict) -> list[str]:
+    """``clean`` of a server's own ledger, run there over ssh; what it removed there."""
+    r = subprocess.run([*rec["ssh"], shlex.join(rec["clean"])], capture_output=True,
+                       timeout=SERVER_CLEAN_TIMEOUT_S)
+    if r.returncode != 0:
+        raise OSError(f"{shlex.join(rec['clean'])} exited {r.returncode}: "
+                      f"{r.stderr.decode(errors='replace').strip()[-300:] or 'no message'}")
+    lines = r.stdout.decode(errors="replace").strip().splitlines()
+    return json.loads(lines[-1]) if lines else []
 
 
 def _remove_dir(path: str, empty_only: bool) -> list[str]:
@@ -251,3 +304,43 @@ def reclaim(rundir: str, unfinished: bool = False) -> list[str] | None:
         else:
             os.unlink(p)
     return removed
+
+
+# --- on a server: this module run as a script (standard library only) ----------------
+
+def main(argv: list[str]) -> int:
+    """``note LEDGER`` (records ``{"kind", "name", "pid"}`` on stdin, one per line: their
+    start times and namespaces read here), ``exec LEDGER NAME -- COMMAND...`` (record this
+    process, then become COMMAND: same pid), ``clean DIR`` (print what was removed, as a
+    JSON list)."""
+    if len(argv) >= 2 and argv[0] == "note":
+        os.makedirs(os.path.dirname(argv[1]) or ".", exist_ok=True)
+        with open(argv[1], "a") as f:
+            for line in sys.stdin:
+                if line.strip():
+                    r = json.loads(line)
+                    pid = int(r["pid"])
+                    r.update(start=start_ticks(pid), netns=netns_inode(pid))
+                    f.write(json.dumps(r) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        return 0
+    if len(argv) >= 5 and argv[0] == "exec" and argv[3] == "--":
+        os.makedirs(os.path.dirname(argv[1]) or ".", exist_ok=True)
+        pid = os.getpid()
+        # no namespace: the command may yet enter another (mnexec -a); the node's own
+        # record holds the namespace
+        with open(argv[1], "a") as f:
+            f.write(json.dumps({"kind": "process", "name": argv[2], "pid": pid,
+                                "start": start_ticks(pid)}) + "\n")
+        os.execvp(argv[4], argv[4:])
+    if len(argv) == 2 and argv[0] == "clean":
+        print(json.dumps(clean(argv[1], force=True)))
+        return 0
+    print("usage: ledger.py note LEDGER | exec LEDGER NAME -- COMMAND... | clean DIR",
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
