@@ -34,6 +34,15 @@ quantities are the same at both scales. A complete spec with every key::
     ssh = false                      # with servers > 1: each stand-in server runs an sshd
                                      # and every node, agent and host process is started,
                                      # configured and collected through it
+                                     # servers = ["root@10.0.0.2", "root@10.0.0.3"]: whole
+                                     # pods on these real servers ([user@]host[:port], as
+                                     # you ssh to them; --servers on the command line),
+                                     # reached over your ssh (docs/distributed.md)
+    ssh_config = ""                  # real servers: an ssh_config file to use ("": yours)
+    underlay = []                    # real servers: each one's address for the links
+                                     # between servers ([]: the one its sshd answers on)
+    underlay_gbps = 0.0              # the servers' network, per server (0: each underlay
+                                     # interface's speed, if the kernel knows it)
 
     [switch]                         # RED/ECN of the congestion point
     red = true
@@ -249,8 +258,12 @@ class TopologySpec:
     pods: int = 1
     cores: int = 0
     oversubscription: float = _num(1.0, 1e-3, 1e3)
-    servers: int = 1
+    servers: int = 1                 # how many servers (a list in the file: real ones)
     ssh: bool = False
+    ssh_config: str = ""
+    underlay_gbps: float = _num(0.0, 0.0, 1e5, " Gb/s")
+    server_targets: tuple = ()       # from `servers = [...]`: real servers
+    underlay: tuple = ()
 
     @property
     def host_names(self) -> list[str]:
@@ -535,6 +548,68 @@ def _typed(v, default, key, path):
     return v
 
 
+def _server_lists(raw: dict, path: str) -> dict:
+    """``topology.servers`` as a list (real servers) and ``topology.underlay``: taken out
+    of ``raw`` (the section's own checks see a count) and returned as tuples."""
+    t = raw.get("topology")
+    if not isinstance(t, dict):
+        return {}
+    for key in ("server_targets",):
+        if key in t:
+            raise SpecError(f"{path}: unknown key topology.{key}; real servers are given "
+                            "as topology.servers = [\"root@host\", ...]")
+    out = {}
+    if isinstance(t.get("servers"), list):
+        out["server_targets"] = tuple(t["servers"])
+        t["servers"] = len(t["servers"])
+    if "underlay" in t:
+        _need(isinstance(t["underlay"], list), path, "topology.underlay", t["underlay"],
+              "a list of addresses, one per server")
+        out["underlay"] = tuple(t.pop("underlay"))
+    return out
+
+
+def _check_real_servers(topo: "TopologySpec", path: str) -> None:
+    """Real servers: each a [user@]host[:port], whole pods to each, always over ssh; an
+    ssh_config that exists; one underlay address per server."""
+    from topologies.ssh import check_target
+    targets = topo.server_targets
+    if not targets:
+        for key in ("ssh_config", "underlay"):
+            v = getattr(topo, key)
+            _need(not v, path, f"topology.{key}", list(v) if isinstance(v, tuple) else v,
+                  "only with real servers (topology.servers = [\"root@host\", ...])")
+        return
+    _need(len(targets) >= 1, path, "topology.servers", list(targets),
+          "a list of at least one server")
+    for i, t in enumerate(targets):
+        why = check_target(t)
+        _need(why is None, path, f"topology.servers[{i}]", t,
+              f"{why}: a server as you ssh to it, [user@]host[:port]")
+    _need(len(set(targets)) == len(targets), path, "topology.servers", list(targets),
+          "each server once")
+    _need(topo.kind == "leafspine", path, "topology.servers", list(targets),
+          "real servers: leafspine only (whole pods go to one server each)")
+    if topo.ssh_config:
+        _need(os.path.isfile(os.path.expanduser(topo.ssh_config)), path,
+              "topology.ssh_config", topo.ssh_config, "no such file")
+    if topo.underlay:
+        _need(len(topo.underlay) == len(targets), path, "topology.underlay",
+              list(topo.underlay), f"one address per server ({len(targets)})")
+        for i, a in enumerate(topo.underlay):
+            _need(isinstance(a, str) and _is_ipv4(a), path, f"topology.underlay[{i}]", a,
+                  "an IPv4 address (the VXLAN ends' local address on that server)")
+
+
+def _is_ipv4(text: str) -> bool:
+    import ipaddress
+    try:
+        ipaddress.IPv4Address(text)
+        return True
+    except ValueError:
+        return False
+
+
 def _need(cond: bool, path: str, key: str, value, allowed: str) -> None:
     if not cond:
         raise SpecError(f"{path}: {key} = {_show(value)}: {allowed}")
@@ -573,6 +648,7 @@ def validate(raw: dict, path: str) -> Spec:
     _need(isinstance(raw.get("description", ""), str), path, "description",
           raw.get("description"), "must be a string")
     sc = _section(ScaleSpec, raw.get("scale", {}), "scale", path)
+    lists = _server_lists(raw, path)
     sections = {k: _section(cls, raw.get(k, {}), k, path, sc.dilation)
                 for k, cls in SECTIONS.items() if k != "run"}
     run_raw = raw.get("run", {})
@@ -587,6 +663,7 @@ def validate(raw: dict, path: str) -> Spec:
 
     topo, sw, sy, dc, tr = (sections[k] for k in
                             ("topology", "switch", "symphony", "dcqcn", "transport"))
+    topo = sections["topology"] = replace(topo, **lists)
     _need(topo.kind in TOPOLOGY_KINDS, path, "topology.kind", topo.kind,
           f"allowed: {', '.join(TOPOLOGY_KINDS)}")
     if topo.kind == "leafspine":
@@ -600,10 +677,12 @@ def validate(raw: dict, path: str) -> Spec:
     _reuse(path, "topology", topo, lambda: wiring.check_pods(
         topo.pods, topo.cores, topo.leaves, topo.spines, topo.routing, topo.oversubscription))
     _need(1 <= topo.servers <= topo.pods and (topo.servers == 1 or topo.kind == "leafspine"),
-          path, "topology.servers", topo.servers,
+          path, "topology.servers", list(topo.server_targets) or topo.servers,
           f"must be in 1..pods ({topo.pods}): whole pods go to one server each")
-    _need(isinstance(topo.ssh, bool) and (not topo.ssh or topo.servers > 1), path,
+    _need(isinstance(topo.ssh, bool) and (not topo.ssh or topo.servers > 1
+                                          or topo.server_targets), path,
           "topology.ssh", topo.ssh, "true or false; true only with servers > 1")
+    _check_real_servers(topo, path)
     _need(16_384 <= topo.buffer_bytes <= 1 << 30, path, "topology.buffer_bytes",
           topo.buffer_bytes, "must be >= 16384 (a few 4 KB frames) and <= 2**30")
     _reuse(path, "switch", sw, lambda: RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax),

@@ -159,3 +159,28 @@ def test_a_server_given_more_hosts_than_its_cores_emulate_is_refused_by_name():
     shared = capacity.refusals(d, capacity.Machine(cpus=4, mem_available_bytes=24_000 * MB))
     assert shared == [] and capacity.demand(
         planning.compile(load(TABLE1), "symphony", 1)).hosts_per_server == ()
+
+
+def test_real_servers_are_judged_by_their_own_cores_memory_and_underlay():
+    """With real servers nothing runs on the coordinator: its cores and memory do not
+    limit the fabric; each server's do (read over ssh), and the links cut between servers
+    must fit each server's underlay at their emulated rates, VXLAN included."""
+    from emulator.launch import capacity
+    from topologies.servers import ServerFacts
+    spec = load(TABLE1, ["topology.pods=2", "topology.leaves=2", "topology.spines=2",
+                          "topology.hosts_per_leaf=4", "topology.cores=2",
+                         'topology.servers=["root@10.0.0.2", "root@10.0.0.3"]', *TWO_EACH])
+    tiny = capacity.Machine(cpus=1, mem_available_bytes=1 << 20)       # the coordinator
+    big = ServerFacts("root@10.0.0.2", "10.0.0.2", "eth1", 16, 64 << 30, 25e9)
+    fits = capacity.with_servers(tiny, [big, big])
+    assert capacity.check(spec, "baseline", 1, fits) == []
+    # 4 spine-core links cross each way at 10 Gb/s / D = 1000: 40 Mb/s each server
+    slow = capacity.with_servers(tiny, [big, big], underlay_bps=30e6)
+    why = capacity.check(spec, "baseline", 1, slow)
+    assert len(why) == 2 and why[0].startswith(
+        "server 0: its links to other servers carry up to 0.0405 Gb/s each way at their "
+        "emulated rates (VXLAN included), more than its underlay's 0.03 Gb/s"), why
+    small = ServerFacts("root@10.0.0.3", "10.0.0.3", "eth1", 1, 64 << 20, None)
+    why = capacity.check(spec, "baseline", 1, capacity.with_servers(tiny, [big, small]))
+    assert [w.split(":")[0] for w in why] == ["server 1"], why
+    assert "its 8 hosts need about" in why[0] and "of its 64 MB available" in why[0]

@@ -231,6 +231,40 @@ def test_an_underlay_that_dropped_frames_is_named_by_server():
     assert fidelity(meas, RATE_BPS, 4096, [1.2], [])["faithful"]
 
 
+def test_an_underlay_busier_than_80_percent_of_its_capacity_is_named_by_server():
+    """The runner measures each server's underlay over the run (counters at t = 0 and at
+    the end, the busier way against the capacity); the verdict names a server whose
+    underlay ran over 80 % on average, and says nothing where the capacity is unknown."""
+    from emulator.launch.runner import underlay_use
+    zero = {"server": 0, "tx_bytes": 1000, "tx_packets": 1, "rx_bytes": 500, "rx_packets": 1,
+            "tx_dropped": 2, "tx_errors": 0, "rx_dropped": 0, "rx_errors": 0}
+    end0 = {**zero, "tx_bytes": 1000 + 10_000_000, "rx_bytes": 500 + 5_000_000}
+    end1 = {**zero, "server": 1, "tx_bytes": 1000 + 1_000_000, "rx_bytes": 500 + 9_000_000}
+    use = underlay_use([zero, {**zero, "server": 1}], [end0, end1], 10.0, [9e6, None])
+    # server 0: 8 Mb/s out, 4 Mb/s in, over 9 Mb/s; its 2 drops were before t = 0
+    assert use[0]["tx_bps"] == 8e6 and use[0]["rx_bps"] == 4e6
+    assert use[0]["utilisation"] == pytest.approx(8 / 9) and use[0]["tx_dropped"] == 0
+    assert use[1]["utilisation"] is None and use[1]["rx_bps"] == 7.2e6
+    f = fidelity({**meas_with({}), "underlay": use}, RATE_BPS, 4096, [1.2], [])
+    assert f["reasons"] == ["server s0: its underlay carried 89% of its 0.009 Gb/s on "
+                            "average (> 80%): frames between servers queued outside the "
+                            "emulated fabric"]
+    use[0].update(utilisation=0.5)
+    assert fidelity({**meas_with({}), "underlay": use}, RATE_BPS, 4096, [1.2], [])["faithful"]
+
+
+def test_a_server_is_given_as_user_at_host_port_and_reached_as_ssh_would():
+    from topologies.ssh import check_target, destination
+    assert destination("root@10.0.0.2") == "root@10.0.0.2"
+    assert destination("root@10.0.0.2:2222") == "ssh://root@10.0.0.2:2222"
+    assert destination("gpu-7") == "gpu-7" and destination("gpu-7:22") == "ssh://gpu-7:22"
+    assert [check_target(t) for t in ("root@a", "a:1", "u@h.example.org:65535")] == [None] * 3
+    assert check_target("@a") == check_target("a b") == check_target("a;rm") == \
+        "not [user@]host[:port]"
+    assert check_target("a:0") == "port '0' is not 1..65535"
+    assert check_target("") == check_target(7) == "a server is a string, [user@]host[:port]"
+
+
 def test_a_static_job_over_its_fluid_time_is_emulation_error():
     from emulator.analysis.verdict import judge_emulation_error
     f = fidelity(meas_with({}), RATE_BPS, 4096, [1.2], [])

@@ -45,16 +45,19 @@ class LeafSpineTopo(Topo):
         every switch is up (``topologies.fabric.start_agents``, each on one CPU with
         ``pin_cpus``), instead of one per switch as each starts; ``ssh`` (with
         ``servers`` > 1): each stand-in server runs an sshd and every node is started and
-        configured through it, the agents run there (``topologies.remote``)."""
+        configured through it, the agents run there (``topologies.remote``); ``servers``
+        as a :class:`topologies.overlay.ServerSet` (real servers,
+        ``topologies.servers.Servers``): whole pods on those, reached over ssh."""
         fabric.check_shape(leaves, spines, hosts_per_leaf, routing)
         self.rundir = rundir             # the run's folder: its ledger (emulator.launch.ledger)
         self.agent_processes = agent_processes if with_agent else 0
         self.pin_cpus = pin_cpus
         fabric.check_pods(pods, cores, leaves, spines, routing, oversubscription)
-        server_of = overlay.server_of_nodes(leaves, spines, hosts_per_leaf, pods, cores,
-                                            servers)
-        self.overlay = overlay.StandInServers(servers) if servers > 1 else None
-        self.ssh = bool(ssh and self.overlay)
+        given = servers if isinstance(servers, overlay.ServerSet) else None
+        n = given.n if given else servers
+        server_of = overlay.server_of_nodes(leaves, spines, hosts_per_leaf, pods, cores, n)
+        self.overlay = given or (overlay.StandInServers(n) if n > 1 else None)
+        self.ssh = bool(given or ssh and self.overlay)
 
         def where(name):           # a node's class and its server, when reached over ssh
             if not self.ssh:

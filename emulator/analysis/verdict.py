@@ -39,6 +39,10 @@ START_OFFSET_MAX_FRAMES = 1.0
 # Static routing, no congestion in the flow-level model on the run's own paths
 # (analysis.split.static_error_x): the job's emulated time over the model's
 STATIC_ERROR_MAX = 1.05
+# A server's underlay busier than this on average over the run (bytes either way over
+# its capacity, when known): frames between servers queue in the servers' network,
+# outside the emulated fabric (an average: the bursts run higher)
+UNDERLAY_BUSY_MAX = 0.8
 
 
 def fill_agent_fidelity(run: RunFolder, meas: dict) -> None:
@@ -74,7 +78,8 @@ def fastest_cct_s(lay, theo_s: float, rate_bps: float) -> float:
 
 def server_of_hosts(spec: dict) -> dict | None:
     """host -> server of a fabric placed on several servers (topologies.overlay)."""
-    if spec.get("topology", {}).get("servers", 1) <= 1:
+    servers = spec.get("topology", {}).get("servers", 1)
+    if (len(servers) if isinstance(servers, list) else servers) <= 1:
         return None
     try:
         t = validate(spec, "manifest.json").topology
@@ -104,6 +109,12 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
                            f"{u.get('tx_errors', 0)}; rx dropped {u.get('rx_dropped', 0)}, "
                            f"errors {u.get('rx_errors', 0)}): a link cut between servers "
                            f"lost what the spec's link would not")
+        use = u.get("utilisation")
+        if use is not None and use > UNDERLAY_BUSY_MAX:
+            reasons.append(f"server s{u['server']}: its underlay carried {use:.0%} of its "
+                           f"{u['capacity_bps'] / 1e9:.3g} Gb/s on average (> "
+                           f"{UNDERLAY_BUSY_MAX:.0%}): frames between servers queued outside "
+                           f"the emulated fabric")
     for server, busy in sorted(meas.get("cpu_busy_servers", {}).items()):
         if busy is not None and busy > CPU_BUSY_MAX:     # its own CPU, read over its ssh
             reasons.append(f"server {server}: CPU {busy:.0%} busy (> {CPU_BUSY_MAX:.0%}): "

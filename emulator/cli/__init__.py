@@ -71,13 +71,22 @@ def _cmd_demo(args) -> int:
 
 def _load_spec(args):
     from emulator.spec import SpecError, load
+    sets = list(args.set or [])
+    if getattr(args, "servers", None):       # --servers a,b: the spec's topology.servers
+        import json
+        sets.append("topology.servers=" + json.dumps(
+            [t.strip() for t in args.servers.split(",") if t.strip()]))
     try:
-        spec = load(args.spec, args.set or [])
+        spec = load(args.spec, sets)
     except SpecError as e:
         print(f"symphony-emu {args.command}: {e}", file=sys.stderr)
         return None
     _print_warnings(args.command, spec)
     return spec
+
+
+SERVERS_HELP = ("place the fabric's pods on these servers, reached over your ssh as "
+                "[user@]host[:port] (sets topology.servers; docs/distributed.md)")
 
 
 def _print_warnings(command: str, spec) -> None:
@@ -89,10 +98,28 @@ def _print_warnings(command: str, spec) -> None:
 def _fits(command: str, spec, scheme: str, seed: int, force: bool, label: str = "") -> bool:
     """The size guard (emulator.launch.capacity): False, saying why, if this machine
     cannot emulate the spec; ``force`` (--force-size) skips it."""
+    from emulator.launch import capacity
+    machine = None
+    t = spec.topology
+    if t.server_targets:                      # real servers: reach and check each first
+        from topologies import servers
+        try:
+            facts = servers.preflight(list(t.server_targets),
+                                      os.path.expanduser(t.ssh_config) or None,
+                                      list(t.underlay) or None)
+        except (servers.PreflightError, ConnectionError, RuntimeError) as e:
+            print(f"symphony-emu {command}: {spec.path}{label}: the servers are not ready:\n"
+                  f"{e}", file=sys.stderr)
+            return False
+        for i, f in enumerate(facts):
+            print(f"server s{i} {f.target}: {f.cpus} cores, "
+                  f"{f.mem_available_bytes / (1 << 30):.1f} GiB available, underlay "
+                  f"{f.address} on {f.interface}"
+                  + (f" ({f.speed_bps / 1e9:g} Gb/s)" if f.speed_bps else ""))
+        machine = capacity.with_servers(capacity.this_machine(), facts, t.underlay_gbps * 1e9)
     if force:
         return True
-    from emulator.launch import capacity
-    why = capacity.check(spec, scheme, seed)
+    why = capacity.check(spec, scheme, seed, machine)
     for w in why:
         print(f"symphony-emu {command}: {spec.path}{label}: too large for this machine: {w}; "
               "--force-size runs it anyway", file=sys.stderr)
@@ -379,6 +406,10 @@ def _cmd_clean(args) -> int:
             print(f"symphony-emu clean: {e}", file=sys.stderr)
             status = 1
             continue
+        except ledger.ServersUnreached as e:
+            removed = e.removed
+            print(f"symphony-emu clean: {e}", file=sys.stderr)
+            status = 1
         print(f"{d}: " + (f"removed {', '.join(removed)}" if removed
                           else "nothing of this run is left on the machine"))
     if not dirs:
@@ -429,6 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a spec value, e.g. --set symphony.k=0.001 (repeatable)")
     r.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
+    r.add_argument("--servers", metavar="USER@HOST,...", help=SERVERS_HELP)
     r.set_defaults(func=_cmd_run, needs_root=True)
     sw = sub.add_parser("sweep", help="run a spec over its [[variants]] and/or --param grids, "
                                       "resumable, into one table")
@@ -447,6 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "schemes baseline, ideal-priority, pq (no root, seconds)")
     sw.add_argument("--no-plots", action="store_true", help="tables only")
     sw.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
+    sw.add_argument("--servers", metavar="USER@HOST,...", help=SERVERS_HELP)
     sw.set_defaults(func=_cmd_sweep, needs_root=False)       # emulation checks it itself
     c = sub.add_parser("cli", help="open Mininet's CLI on a spec's fabric, with commands to "
                                    "start jobs, switch Symphony, perturb, read stats, plot")
@@ -459,6 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a spec value (repeatable)")
     c.add_argument("--script", help="run the CLI commands in this file, then exit")
     c.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
+    c.add_argument("--servers", metavar="USER@HOST,...", help=SERVERS_HELP)
     c.set_defaults(func=_cmd_cli, needs_root=True)
     pr = sub.add_parser("predict", help="run a spec in the flow-level model (max-min fluid "
                                         "flows on the same plan; no root, seconds)")

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from emulator import plan as planning
 from emulator.launch.launcher import default_processes
 from emulator.perturbations import Background
+from emulator.plan import placement
 from topologies.overlay import server_of_nodes
 
 HOSTS_PER_CORE = 32          # benchmarks/scale.py: 64 hosts faithful on 2 cores
@@ -40,6 +41,8 @@ SERVED_MB = 2                # a host's or a switch's own state in a process ser
 SHELL_MB = 4                 # a Mininet node's bash (measured: 2.2 MB without a prompt)
 MEMORY_SHARE = 0.8           # of MemAvailable; the rest for the kernel and Mininet
 MB = 1 << 20
+# a 4 KB RoCE frame carried over VXLAN: the outer headers' 50 bytes on top (overlay.py)
+UNDERLAY_OVERHEAD = 1 + 50 / 4096
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,10 @@ class Machine:
     # the cores of each server a fabric is placed on; None: stand-in servers, sharing
     # this machine's cpus evenly
     server_cpus: tuple[float, ...] | None = None
+    # real servers: each one's available memory, and its underlay's capacity (None:
+    # unknown) -- read over ssh (topologies.servers.preflight)
+    server_mem_bytes: tuple[int, ...] | None = None
+    server_underlay_bps: tuple[float | None, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,8 @@ class Demand:
     memory_bytes: int
     buffer_bytes: int        # of that, the ranks' collective buffers
     hosts_per_server: tuple[int, ...] = ()   # a fabric placed on several servers
+    cut_bps_per_server: tuple[float, ...] = ()  # emulated rate of its links to others,
+                                                # each way (emulator.plan.placement)
 
 
 def demand(plan) -> Demand:
@@ -78,13 +87,16 @@ def demand(plan) -> Demand:
     memory = (nodes * SHELL_MB + served * PROCESS_MB
               + (len(plan.hosts) + len(plan.agents)) * SERVED_MB) * MB + buffers
     f = plan.fabric
-    per_server = ()
-    if f.servers > 1:
+    per_server, cut = (), ()
+    if f.servers > 1 or f.server_targets:
         where = server_of_nodes(f.leaves, f.spines, f.hosts_per_leaf, f.pods, f.cores,
                                 f.servers)
         per_server = tuple(sum(1 for h in plan.hosts if where[h] == i)
                            for i in range(f.servers))
-    return Demand(nodes, hosts, processes, memory, buffers, per_server)
+        pairs = placement.plan(f, f.servers, f.rate_bps).cut_rate_bps
+        cut = tuple(sum(r for pair, r in pairs.items() if i in pair)
+                    for i in range(f.servers))
+    return Demand(nodes, hosts, processes, memory, buffers, per_server, cut)
 
 
 def refusals(d: Demand, m: Machine) -> list[str]:
@@ -92,7 +104,10 @@ def refusals(d: Demand, m: Machine) -> list[str]:
     where it comes from."""
     out = []
     max_hosts = HOSTS_PER_CORE * m.cpus
-    if d.hosts > max_hosts:
+    real = m.server_mem_bytes is not None      # real servers: nothing runs here
+    if real:
+        out += _server_refusals(d, m)
+    elif d.hosts > max_hosts:
         out.append(f"{d.hosts} hosts: more than the {max_hosts} this machine emulates "
                    f"faithfully ({HOSTS_PER_CORE} per core x {m.cpus} cores; the scale "
                    "benchmark, benchmarks/scale.py, measured 64 hosts faithful on 2 cores)")
@@ -106,7 +121,7 @@ def refusals(d: Demand, m: Machine) -> list[str]:
                            f"({HOSTS_PER_CORE} per core, benchmarks/scale.py"
                            f"{'' if m.server_cpus else '; stand-in servers share this machine'})")
     budget = MEMORY_SHARE * m.mem_available_bytes
-    if d.memory_bytes > budget:
+    if not real and d.memory_bytes > budget:
         out.append(f"needs about {d.memory_bytes / MB:,.0f} MB ({d.processes} processes: "
                    f"{PROCESS_MB} MB per host or agent process as the scale benchmark "
                    f"measured and {SERVED_MB} MB per host and switch it serves, {SHELL_MB} MB "
@@ -117,6 +132,28 @@ def refusals(d: Demand, m: Machine) -> list[str]:
     if m.max_processes is not None and d.processes > m.max_processes:
         out.append(f"{d.processes} processes: more than this user's limit of "
                    f"{m.max_processes} (RLIMIT_NPROC)")
+    return out
+
+
+def _server_refusals(d: Demand, m: Machine) -> list[str]:
+    """Real servers: each one's share of the memory (by its hosts) within its own, and
+    the cut links' rate within its underlay (VXLAN's bytes included)."""
+    out = []
+    for i, h in enumerate(d.hosts_per_server):
+        need = d.memory_bytes * h / max(1, d.hosts)
+        have = MEMORY_SHARE * m.server_mem_bytes[i]
+        if need > have:
+            out.append(f"server {i}: its {h} hosts need about {need / MB:,.0f} MB, more "
+                       f"than {MEMORY_SHARE:.0%} of its {m.server_mem_bytes[i] / MB:,.0f} MB "
+                       "available")
+    for i, cut in enumerate(d.cut_bps_per_server):
+        cap = (m.server_underlay_bps or (None,) * len(d.cut_bps_per_server))[i]
+        need = cut * UNDERLAY_OVERHEAD
+        if cap and need > cap:
+            out.append(f"server {i}: its links to other servers carry up to "
+                       f"{need / 1e9:.3g} Gb/s each way at their emulated rates (VXLAN "
+                       f"included), more than its underlay's {cap / 1e9:.3g} Gb/s: raise D "
+                       "or set topology.underlay_gbps if the interface's speed is wrong")
     return out
 
 
@@ -131,11 +168,22 @@ def this_machine() -> Machine:
                    max_processes=None if soft == resource.RLIM_INFINITY else soft)
 
 
+def with_servers(m: Machine, facts, underlay_bps: float = 0.0) -> Machine:
+    """``m`` (this machine, the coordinator) with the real servers' ``facts``
+    (``topologies.servers.ServerFacts``): their cores, memory and underlay."""
+    from dataclasses import replace
+    return replace(m, server_cpus=tuple(float(f.cpus) for f in facts),
+                   server_mem_bytes=tuple(f.mem_available_bytes for f in facts),
+                   server_underlay_bps=tuple(underlay_bps or f.speed_bps for f in facts))
+
+
 def check(spec, scheme: str, seed: int, machine: Machine | None = None) -> list[str]:
-    """:func:`refusals` of ``spec``'s plan for ``scheme`` and ``seed`` on this machine."""
+    """:func:`refusals` of ``spec``'s plan for ``scheme`` and ``seed`` on this machine
+    (with real servers, ``machine`` should carry their facts: :func:`with_servers`)."""
     m = machine or this_machine()
     hosts = len(spec.topology.host_names)
-    if hosts > HOSTS_PER_CORE * m.cpus:          # a huge fabric: refused before compiling
+    if hosts > HOSTS_PER_CORE * m.cpus and m.server_mem_bytes is None:
+        # a huge fabric: refused before compiling
         return refusals(Demand(hosts, hosts, hosts, 0, 0), m)
     return refusals(demand(planning.compile(spec, scheme, seed)), m)
 

@@ -76,6 +76,24 @@ def _busy(meter: CpuMeter) -> float | None:
         return None
 
 
+def underlay_use(before: list[dict] | None, after: list[dict], wall_s: float,
+                 capacity_bps: list) -> list[dict]:
+    """Each server's underlay over the run: the counters' differences (``before`` at
+    t = 0; None: the totals ``after`` as they are), the mean rate each way, and the busier
+    way's share of its capacity (``utilisation``; None where the capacity is unknown)."""
+    out = []
+    for i, a in enumerate(after):
+        b = before[i] if before else {}
+        d = {k: (v - b.get(k, 0) if k != "server" else v) for k, v in a.items()}
+        tx = 8 * d["tx_bytes"] / wall_s if wall_s > 0 else 0.0
+        rx = 8 * d["rx_bytes"] / wall_s if wall_s > 0 else 0.0
+        cap = capacity_bps[i] if i < len(capacity_bps) else None
+        d.update(tx_bps=tx, rx_bps=rx, capacity_bps=cap,
+                 utilisation=max(tx, rx) / cap if cap else None)
+        out.append(d)
+    return out
+
+
 def agent_measurements(fab) -> dict:
     """Each agent's totals, NFQUEUE counters and fidelity summary, as the report reads
     them; a dead agent as ``{"dead": exit code}``."""
@@ -126,6 +144,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
     meas = {"timed_out": False, "host_exit": {}}
     cpu = CpuMeter()
     servers: dict[str, CpuMeter] = {}       # each ssh-reached server's own CPU
+    underlay0 = None                        # the servers' underlay counters at t = 0
     with Fabric(topology(plan, rundir)) as fab:
         engine = Engine(fab, rundir, plan.perturbations)
         procs = HostProcesses(fab, plan.hosts, rundir, plan.host_processes,
@@ -145,6 +164,8 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
             if started:
                 meas["t_start"] = t0           # t = 0 of every job's start_s
                 servers = server_meters(fab)
+                if fab.overlay is not None:
+                    underlay0 = fab.overlay.counters()
                 cpu.start()                    # the run itself, not the set-up
                 for m in servers.values():
                     m.start()
@@ -179,8 +200,10 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
         meas["wall_s"] = time.monotonic() - t_begin
         meas["agents"] = agent_measurements(fab)
         meas["rank_summaries"] = procs.summaries
-        if fab.overlay is not None:          # what crossed between (stand-in) servers
-            meas["underlay"] = fab.overlay.counters()
+        if fab.overlay is not None:          # what crossed between servers, while it ran
+            ov = fab.overlay
+            meas["underlay"] = underlay_use(underlay0, ov.counters(), meas["wall_s"],
+                                            [ov.capacity_bps(i) for i in range(ov.n)])
     if "broken" not in meas and any("dead" in a for a in meas["agents"].values()):
         meas["broken"] = casualties(fab, None)     # an agent that died at the very end
     meas["teardown_leftovers"] = fab.leftovers

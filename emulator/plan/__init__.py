@@ -15,6 +15,7 @@ scale module (``hosts.scale``); the plan holds emulated values only (docs/archit
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 from emulator import perturbations as pt
@@ -50,6 +51,10 @@ class FabricPlan:
     port_qdisc: str               # the scheme's: fifo | pq
     slow_hops: tuple              # ((switch, toward, rate_bps), ...): slower hops from t = 0
     ssh: bool = False             # the servers reached over ssh (topology.ssh)
+    server_targets: tuple = ()    # real servers, [user@]host[:port] (topology.servers)
+    ssh_config: str = ""          # their ssh_config file ("": the user's own)
+    underlay: tuple = ()          # their addresses for the cut links (): their sshd's)
+    underlay_bps: float = 0.0     # the servers' network, per server (0: as it reports)
 
     @property
     def port_rates(self) -> dict[str, dict[str, float]]:
@@ -102,7 +107,9 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
                      t.oversubscription, t.servers, t.routing, rate, t.buffer_bytes,
                      sch.port_qdisc, tuple((p.switch, p.toward, rate / p.ratio)
                                            for p in spec.perturbations if p.kind == "imbalance"),
-                     t.ssh)
+                     t.ssh or bool(t.server_targets), t.server_targets,
+                     os.path.expanduser(t.ssh_config) if t.ssh_config else "", t.underlay,
+                     t.underlay_gbps * 1e9)
     agents = {name: agent_config(spec, sc, sch.hook_at_start(bool(late)), seed, name)
               for name in wiring.switch_names(t)}
     lays = tuple(job_layout(j, t, sc.time_s) for j in spec.jobs)
