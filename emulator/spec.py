@@ -548,17 +548,18 @@ def _typed(v, default, key, path):
     return v
 
 
-def _server_lists(raw: dict, path: str) -> dict:
-    """``topology.servers`` as a list (real servers) and ``topology.underlay``: taken out
-    of ``raw`` (the section's own checks see a count) and returned as tuples."""
-    t = raw.get("topology")
+def _server_lists(raw: dict, path: str) -> tuple[dict, dict]:
+    """``topology.servers`` as a list (real servers) and ``topology.underlay``, as tuples,
+    and the ``[topology]`` table with a count in their place (for the section's own
+    checks); ``raw`` itself keeps the lists (the manifest's copy of the spec)."""
+    t = raw.get("topology", {})
     if not isinstance(t, dict):
-        return {}
+        return {}, t                     # the section's check says what it must be
     for key in ("server_targets",):
         if key in t:
             raise SpecError(f"{path}: unknown key topology.{key}; real servers are given "
                             "as topology.servers = [\"root@host\", ...]")
-    out = {}
+    out, t = {}, dict(t)
     if isinstance(t.get("servers"), list):
         out["server_targets"] = tuple(t["servers"])
         t["servers"] = len(t["servers"])
@@ -566,7 +567,7 @@ def _server_lists(raw: dict, path: str) -> dict:
         _need(isinstance(t["underlay"], list), path, "topology.underlay", t["underlay"],
               "a list of addresses, one per server")
         out["underlay"] = tuple(t.pop("underlay"))
-    return out
+    return out, t
 
 
 def _check_real_servers(topo: "TopologySpec", path: str) -> None:
@@ -648,8 +649,9 @@ def validate(raw: dict, path: str) -> Spec:
     _need(isinstance(raw.get("description", ""), str), path, "description",
           raw.get("description"), "must be a string")
     sc = _section(ScaleSpec, raw.get("scale", {}), "scale", path)
-    lists = _server_lists(raw, path)
-    sections = {k: _section(cls, raw.get(k, {}), k, path, sc.dilation)
+    lists, topology = _server_lists(raw, path)
+    sections = {k: _section(cls, topology if k == "topology" else raw.get(k, {}), k, path,
+                            sc.dilation)
                 for k, cls in SECTIONS.items() if k != "run"}
     run_raw = raw.get("run", {})
     if not isinstance(run_raw, dict):

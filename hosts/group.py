@@ -56,6 +56,9 @@ class _Tagged:
             sys.stdout.write(self.prefix + line + "\n")
         sys.stdout.flush()
 
+    def flush(self) -> None:
+        sys.stdout.flush()
+
     def close(self) -> None:
         sys.stdout.flush()
 
@@ -181,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     for m in members:
         m.say({"ready": True})
     line = sys.stdin.readline()
+    while (reply := clock.answer(line, time.time())) is not None:   # the clock's probes
+        members[0].say(reply)
+        members[0].out.flush()
+        line = sys.stdin.readline()
     if not line.strip():
         raise SystemExit("no start time on stdin")
     try:

@@ -67,3 +67,61 @@ def test_the_verdict_knows_each_host_server_from_the_run_spec():
     where = server_of_hosts(spec)
     assert [where[f"h{i}"] for i in range(8)] == [0] * 4 + [1] * 4
     assert server_of_hosts({**spec, "topology": {**spec["topology"], "servers": 1}}) is None
+
+
+def test_the_verdict_knows_each_host_server_on_real_servers_from_the_run_spec(tmp_path):
+    """A run on real servers keeps their list in its manifest's spec (the spec's own
+    checks see a count); the verdict places hosts by it even where the run's ssh_config
+    file does not exist (a run folder read on another machine)."""
+    from emulator.analysis.verdict import server_of_hosts
+    from emulator.spec import load
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("")
+    spec_file = tmp_path / "real.toml"
+    spec_file.write_text(
+        'name = "real"\n[topology]\nkind = "leafspine"\npods = 2\nleaves = 2\nspines = 2\n'
+        f'hosts_per_leaf = 2\ncores = 2\nservers = ["root@10.0.0.2", "root@10.0.0.3"]\n'
+        f'ssh_config = "{cfg}"\n[[jobs]]\nid = 1\nhosts = "all"\nchunk_bytes = 32768\n')
+    spec = load(str(spec_file))
+    assert spec.raw["topology"]["servers"] == ["root@10.0.0.2", "root@10.0.0.3"]
+    assert spec.topology.servers == 2 and spec.topology.server_targets == (
+        "root@10.0.0.2", "root@10.0.0.3")
+    cfg.unlink()
+    where = server_of_hosts(spec.raw)
+    assert [where[f"h{i}"] for i in range(8)] == [0] * 4 + [1] * 4
+
+
+def test_a_probed_clock_is_placed_from_its_shortest_round_trip():
+    """NTP's rule: from the probe with the shortest round trip, the process's clock is
+    r - (s + e) / 2 off, give or take half that trip, whichever way the trip split."""
+    assert clock.answer(clock.probe_line(3, 100.0), 100.004) == {"probe": 3,
+                                                                "seen_realtime": 100.004}
+    assert clock.answer(clock.start_line(1.0, 0.5), 1.0) is None
+    assert clock.answer("not json\n", 1.0) is None
+    # a slow first probe (5 ms out, 1 ms back), then a quick one (0.2 ms each way); the
+    # process's clock is 2 ms ahead
+    samples = [(10.000, 10.007, 10.006), (10.010, 10.0122, 10.0104)]
+    est = clock.estimate(samples)
+    assert est["rtt_s"] == pytest.approx(0.0004) and est["probes"] == 2
+    assert est["offset_s"] == pytest.approx(0.002) and est["bound_s"] == pytest.approx(0.0022)
+    # an answer read before it was sent is no sample; none: no estimate
+    assert clock.estimate([(5.0, 5.0, 4.0)]) is None and clock.estimate([]) is None
+
+
+def test_the_verdict_judges_the_probed_bound_and_names_the_process_and_its_server():
+    """A run with probed clocks is judged by the bound, not by the start line's one-way
+    offset (which adds the line's transit): a 4 ms transit with clocks 0.1 ms apart is
+    faithful; clocks 5 ms apart are not, whatever the transit."""
+    from emulator.analysis.verdict import fidelity
+    meas = {"rank_summaries": {"h4": {"ok": True, "pacing": {"mean_late_s": 0.0},
+                                      "clock": {"offset_s": 0.004, "late_s": 0.0}}},
+            "clocks": [{"hosts": ["h4", "h5", "h6", "h7"], "offset_s": 0.0001,
+                        "rtt_s": 0.0006, "bound_s": 0.0004, "probes": 8}]}
+    f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
+    assert f["faithful"] and f["clock_bound_max_s"] == 0.0004
+    meas["clocks"][0].update(offset_s=-0.005, bound_s=0.0053)
+    f = fidelity(meas, RATE_BPS, 4096, [1.2], [], server_of={"h4": 1})
+    assert f["reasons"] == [
+        "clocks: the process of hosts h4-h7 (server 1) runs -5.00 ms off the coordinator's "
+        "clock, give or take 0.30 (half the shortest of 8 round trips): up to 5.30 ms (> 1 "
+        "frame of 3.32 ms at this dilation): its records are not on the others' timeline"]

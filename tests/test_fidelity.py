@@ -86,8 +86,8 @@ def test_an_interval_that_may_have_idled_is_not_judged():
 
 # --- the verdict -----------------------------------------------------------------------
 
-def meas_with(port_fidelity: dict) -> dict:
-    return {"agents": {"leaf0": {"nfqueue": {}, "fidelity": port_fidelity}}}
+def meas_with(port_fidelity: dict, name: str = "leaf0") -> dict:
+    return {"agents": {name: {"nfqueue": {}, "fidelity": port_fidelity}}}
 
 
 def test_a_faithful_port_adds_no_reason():
@@ -273,3 +273,14 @@ def test_a_static_job_over_its_fluid_time_is_emulation_error():
     judge_emulation_error(f, 1.30)
     assert not f["faithful"] and f["reasons"][0].startswith(
         "static routing, no congestion in the flow-level model, yet the job took 1.30x")
+
+
+def test_on_several_servers_an_agent_check_names_the_switch_server():
+    meas = meas_with({"leaf2-eth5": {"queue_err_mean_bytes": 20_000, "busy_intervals": 10,
+                                     "busy_util": 0.5}}, name="leaf2")
+    f = fidelity(meas, RATE_BPS, 4096, [1.2], [], server_of={"leaf2": 1, "h0": 0})
+    assert f["reasons"] == [
+        "leaf2:leaf2-eth5 (server 1): the queue model is 20.0 KB off the kernel's backlog "
+        "on average (> 2 frames)",
+        "leaf2:leaf2-eth5 (server 1): a busy port sent at 50% of its rate (Mininet-HiFi "
+        "invariant: 90%-110%)"]

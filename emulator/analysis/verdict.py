@@ -81,12 +81,21 @@ def server_of_hosts(spec: dict) -> dict | None:
     servers = spec.get("topology", {}).get("servers", 1)
     if (len(servers) if isinstance(servers, list) else servers) <= 1:
         return None
+    # only the shape places hosts: an ssh_config file need not exist where the folder
+    # is read
+    spec = {**spec, "topology": {k: v for k, v in spec["topology"].items()
+                                 if k != "ssh_config"}}
     try:
         t = validate(spec, "manifest.json").topology
     except SpecError:             # a folder from before a check its spec no longer passes
         return None
     return overlay.server_of_nodes(t.leaves, t.spines, t.hosts_per_leaf, t.pods, t.cores,
                                    t.servers)
+
+
+def _on(node: str, server_of: dict | None) -> str:
+    """`` (server i)`` after a switch's name on a fabric over several servers."""
+    return f" (server {server_of[node]})" if server_of and node in server_of else ""
 
 
 def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
@@ -125,7 +134,8 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
         n = q.get("queue_dropped", 0) + q.get("user_dropped", 0) + q.get("agent_enobufs", 0)
         drops[name] = n
         if n:
-            reasons.append(f"{name}: NFQUEUE dropped {n} packets the agent never saw")
+            reasons.append(f"{name}{_on(name, server_of)}: NFQUEUE dropped {n} packets the "
+                           "agent never saw")
     frame_bytes = wire_bytes(mtu, mtu)
     queue_err, utils = {}, {}
     for name, a in meas.get("agents", {}).items():
@@ -136,12 +146,14 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
                 utils[f"{name}:{port}"] = f["busy_util"]
     worst = max(queue_err, key=queue_err.get, default=None)
     if worst and queue_err[worst] > QUEUE_ERR_MAX_FRAMES * frame_bytes:
-        reasons.append(f"{worst}: the queue model is {queue_err[worst] / 1e3:.1f} KB off the "
+        reasons.append(f"{worst}{_on(worst.split(':')[0], server_of)}: the queue model is "
+                       f"{queue_err[worst] / 1e3:.1f} KB off the "
                        f"kernel's backlog on average (> {QUEUE_ERR_MAX_FRAMES:g} frames)")
     lo, hi = BUSY_UTIL_RANGE
     for port, u in sorted(utils.items()):
         if not lo <= u <= hi:
-            reasons.append(f"{port}: a busy port sent at {u:.0%} of its rate (Mininet-HiFi "
+            reasons.append(f"{port}{_on(port.split(':')[0], server_of)}: a busy port sent at "
+                           f"{u:.0%} of its rate (Mininet-HiFi "
                            f"invariant: {lo:.0%}-{hi:.0%})")
     frame_s = frame_bytes * 8 / rate_bps
     late = [s["pacing"]["mean_late_s"] for s in meas.get("rank_summaries", {}).values()]
@@ -149,11 +161,27 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
     if pacing is not None and pacing > PACING_LATE_MAX_FRAMES * frame_s:
         reasons.append(f"pacing: a host sends {pacing * 1e3:.2f} ms late on average "
                        f"(> {PACING_LATE_MAX_FRAMES:.0%} of a {frame_s * 1e3:.2f} ms frame)")
-    # t = 0 as each host process saw it (hosts.clock): its realtime at the start line
-    # minus the coordinator's when sending, which bounds how far apart their t = 0 are
+    # each host process's clock against the coordinator's (hosts.clock): from probe round
+    # trips before t = 0, how far apart the two can be at most
+    probed = [c for c in meas.get("clocks", []) if c.get("probes")]
+    farthest = max(probed, key=lambda c: c["bound_s"], default=None)
+    if farthest is not None and farthest["bound_s"] > START_OFFSET_MAX_FRAMES * frame_s:
+        h = farthest["hosts"][0]
+        where = f"server {server_of[h]}" if server_of and h in server_of else "this machine"
+        hosts = farthest["hosts"]
+        who = f"hosts {hosts[0]}-{hosts[-1]}" if len(hosts) > 1 else f"host {h}"
+        reasons.append(f"clocks: the process of {who} ({where}) runs "
+                       f"{farthest['offset_s'] * 1e3:+.2f} ms off the coordinator's clock, give "
+                       f"or take {farthest['rtt_s'] * 1e3 / 2:.2f} (half the shortest of "
+                       f"{farthest['probes']} round trips): up to {farthest['bound_s'] * 1e3:.2f} ms "
+                       f"(> {START_OFFSET_MAX_FRAMES:g} frame of {frame_s * 1e3:.2f} ms at this "
+                       f"dilation): its records are not on the others' timeline")
+    # runs from before the probes: t = 0 as each host process saw it, its realtime at the
+    # start line minus the coordinator's when sending (the offset plus the line's transit)
     seen = {h: s["clock"] for h, s in meas.get("rank_summaries", {}).items() if s.get("clock")}
     start_offset = max((abs(c["offset_s"]) for c in seen.values()), default=None)
-    if start_offset is not None and start_offset > START_OFFSET_MAX_FRAMES * frame_s:
+    if not probed and start_offset is not None and \
+            start_offset > START_OFFSET_MAX_FRAMES * frame_s:
         h = max(seen, key=lambda h: abs(seen[h]["offset_s"]))
         where = f"server {server_of[h]}" if server_of and h in server_of else "this machine"
         reasons.append(f"clocks: host {h} ({where}) saw t = 0 "
@@ -203,6 +231,7 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
             "cpu_busy": cpu, "cpu_steal": steal, "cpu_busy_servers": meas.get("cpu_busy_servers"),
             "nfqueue_drops": drops, "pacing_mean_late_s": pacing,
             "start_offset_max_s": start_offset,
+            "clock_bound_max_s": farthest["bound_s"] if farthest else None,
             "agent_hold_mean_s": hold,
             "agent_hold_frames": hold / frame_s if hold is not None else None,
             "host_rx_lag_mean_s": rx_lag,

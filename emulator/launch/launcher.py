@@ -56,6 +56,8 @@ class HostProcesses:
         self._offsets: dict[str, int] = {}
         self._partial: dict[str, str] = {}
         self._readers: list[threading.Thread] = []    # remote processes' line sorters
+        self._answers: dict[tuple[str, int], tuple[float, float]] = {}   # clock probes
+        self.clocks: list[dict] = []      # each process's clock against this one's
 
     @property
     def total(self) -> int:
@@ -168,6 +170,7 @@ class HostProcesses:
             if time.monotonic() > deadline:
                 slow = sorted(set(self.procs) - self.ready)
                 raise RuntimeError(f"hosts {slow} not ready after {ready_timeout_s:g} s")
+        self.clocks = [self._probe(hosts, p) for hosts, p in self.groups]
         # t = 0 in CLOCK_REALTIME, the one clock servers share (docs/architecture.md §9);
         # each process converts it to its own monotonic clock and records the offset it saw
         now_real, now = time.time(), time.monotonic()
@@ -177,23 +180,44 @@ class HostProcesses:
             p.stdin.flush()
         return self.t_start
 
+    def _probe(self, hosts: tuple[str, ...], p: subprocess.Popen,
+               timeout_s: float = 2.0) -> dict:
+        """The process's clock against this one's (``hosts.clock.estimate``): probe lines
+        on its stdin, each answer read back as soon as it is in its first host's file."""
+        samples = []
+        for seq in range(clock.PROBES):
+            sent = time.time()
+            p.stdin.write(clock.probe_line(seq, sent).encode())
+            p.stdin.flush()
+            deadline = time.monotonic() + timeout_s
+            while (hosts[0], seq) not in self._answers and time.monotonic() < deadline:
+                time.sleep(0.0002)
+                self._read(hosts[0])
+            if (hosts[0], seq) in self._answers:
+                seen, read = self._answers[(hosts[0], seq)]
+                samples.append((sent, seen, read))
+        return {"hosts": list(hosts), **(clock.estimate(samples) or {"probes": 0})}
+
     def poll(self, timeout_s: float = 0.0) -> None:
         """Read what the processes printed since the last poll (sleeps ``timeout_s``
         first when there is nothing new)."""
         if timeout_s > 0:
             time.sleep(timeout_s)
         for host in self.procs:
-            path = self._path(host, "host.out")
-            try:
-                with open(path) as f:
-                    f.seek(self._offsets[host])
-                    chunk = f.read()
-                    self._offsets[host] = f.tell()
-            except FileNotFoundError:
-                continue
-            *lines, self._partial[host] = (self._partial[host] + chunk).split("\n")
-            for line in lines:
-                self._line(host, line)
+            self._read(host)
+
+    def _read(self, host: str) -> None:
+        """The lines ``host``'s file got since the last read."""
+        try:
+            with open(self._path(host, "host.out")) as f:
+                f.seek(self._offsets[host])
+                chunk = f.read()
+                self._offsets[host] = f.tell()
+        except FileNotFoundError:
+            return
+        *lines, self._partial[host] = (self._partial[host] + chunk).split("\n")
+        for line in lines:
+            self._line(host, line)
 
     def _line(self, host: str, line: str) -> None:
         line = line.strip()
@@ -203,7 +227,9 @@ class HostProcesses:
             msg = json.loads(line)
         except json.JSONDecodeError:
             return
-        if msg.get("ready"):
+        if "probe" in msg:                 # a clock probe's answer: when it is read here
+            self._answers[(host, msg["probe"])] = (msg.get("seen_realtime"), time.time())
+        elif msg.get("ready"):
             self.ready.add(host)
         elif "progress" in msg:
             self.done[host] = msg["progress"]

@@ -200,6 +200,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
         meas["wall_s"] = time.monotonic() - t_begin
         meas["agents"] = agent_measurements(fab)
         meas["rank_summaries"] = procs.summaries
+        meas["clocks"] = procs.clocks            # each process's clock, probed before t = 0
         if fab.overlay is not None:          # what crossed between servers, while it ran
             ov = fab.overlay
             meas["underlay"] = underlay_use(underlay0, ov.counters(), meas["wall_s"],
