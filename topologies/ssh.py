@@ -1,18 +1,17 @@
 """ssh to the servers a fabric spans (docs/distributed.md, issue "Past one machine").
 
 The coordinator reaches every server only over ssh, the way Mininet Cluster Edition's
-``RemoteMixin`` does (one multiplexed connection per server, ``ControlMaster``), with
-everything the connection needs kept in one state folder of the run: the client key, the
-servers' host keys as ``known_hosts`` (so ``StrictHostKeyChecking`` holds without ever
-asking), the ControlMaster sockets and an ``ssh_config`` naming each server ``s0``,
-``s1``, ... :class:`SshAccess` runs commands and moves files over those connections.
+``RemoteMixin`` does: one multiplexed master connection per server, every command a
+session on it. :class:`SshAccess` runs commands and moves files over those connections;
+each master is a child of the coordinator that dies with it, so a SIGKILLed coordinator
+ends every session, and the hangup of their terminals ends what they ran.
 
-On one machine, :meth:`topologies.overlay.StandInServers.start_ssh` makes it real: an
-``sshd`` of Debian's openssh-server in each stand-in server's namespace, listening on the
-server's underlay address only, accepting only this run's key; and the coordinator's
-client in a namespace of its own on the underlay, so nothing reaches a server except
-through its sshd. (ssh itself is not reimplemented: the OpenSSH client and server are
-used as they are, and this module only writes their configuration.)
+Two ways in: :func:`run_keys`, a key, ``known_hosts`` and ``ssh_config`` made for the run
+(stand-in servers: :meth:`topologies.overlay.StandInServers.start_ssh` runs Debian's
+``sshd`` in each stand-in server's namespace on its underlay address, accepting only that
+key); and :func:`users_ssh`, the user's own set-up (real servers, ``--servers``: their
+``~/.ssh/config`` or a given file, keys, agent and ``known_hosts``, never a prompt). ssh
+itself is not reimplemented: the OpenSSH client and server are used as they are.
 """
 
 from __future__ import annotations
