@@ -109,9 +109,9 @@ class ServerSet:
         return self._vni
 
     def server_dir(self, server: int) -> str:
-        """``server``'s folder for the run (its own directory, not the run folder),
-        written and read only over ssh."""
-        return os.path.join(self.servers_dir, f"s{server}")
+        """``server``'s folder for the run (its own directory, not the run folder,
+        written and read only over ssh; an absolute path, the same on every server)."""
+        return os.path.join(os.path.abspath(self.servers_dir), f"s{server}")
 
     def ledger_path(self, server: int) -> str:
         return os.path.join(self.server_dir(server), LEDGER)

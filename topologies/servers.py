@@ -11,7 +11,7 @@ refuses, naming each server and what it lacks:
 * the coordinator logs in as root (the nodes' namespaces, ``tc`` and iptables need it);
 * the project at the coordinator's path and its Python at the same path, with the
   modules the processes import (they run ``sys.executable -m ...`` there);
-* ``mnexec``, ``ip``, ``tc`` and ``iptables``;
+* ``mnexec``, ``ip``, ``tc``, ``iptables`` and ``ping``;
 * the underlay: the server's address on it (by default, the one its sshd was reached
   on; ``underlay`` names others), the interface that holds it, and that a
   9050-byte frame (the fabric's 9000-byte MTU plus VXLAN's 50) reaches every other
@@ -34,7 +34,7 @@ from topologies.overlay import (LEDGER_SCRIPT, VXLAN_OVERHEAD_BYTES, ServerSet,
 
 UNDERLAY_FRAME_BYTES = fabric.FABRIC_MTU + VXLAN_OVERHEAD_BYTES
 PING_PAYLOAD_BYTES = UNDERLAY_FRAME_BYTES - 28          # less the IPv4 and ICMP headers
-TOOLS = ("mnexec", "ip", "tc", "iptables")
+TOOLS = ("mnexec", "ip", "tc", "iptables", "ping")
 MODULES = "hosts.group, switch_agent.agent, numpy, mininet.node"
 
 
