@@ -232,3 +232,39 @@ def test_servers_that_cannot_take_the_fabric_are_refused_before_anything_starts(
     assert ("server s0 (root@192.168.250.1): a 9050-byte frame (the fabric's 9000-byte MTU "
             "plus VXLAN's 50) does not reach 192.168.250.2") in r.stderr, r.stderr
     assert "server s1 (root@192.168.250.2): a 9050-byte frame" in r.stderr, r.stderr
+
+
+def test_a_server_lost_mid_run_ends_the_run_loudly_and_the_teardown_finishes(lab, tmp_path):
+    """Server s1's ssh sessions die while the job runs (as when a server or the network to
+    it goes): the run stops as broken, naming what died there, the teardown does not wait
+    on the lost nodes' shells (Mininet would, for ever), and nothing is left on either
+    server."""
+    spec = tmp_path / "long.toml"
+    spec.write_text(SPEC.format(name="lost", chunk=262144, passes=40))
+    out = tmp_path / "out"
+    p = subprocess.Popen(lab.symphony(*lab.run_args(spec, out)), cwd=REPO_ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run = out / "baseline-seed1"
+    try:
+        assert _wait(lambda: any("hosts.group" in x.get("name", "")
+                                 for x in _server_records(run, 1)), 120), "never started"
+        time.sleep(1.0)
+        sessions = subprocess.run(["ps", "-o", "pid=", "--ppid", str(lab.servers.sshd[1].pid)],
+                                  capture_output=True, text=True).stdout.split()
+        assert sessions
+        for pid in sessions:                 # the lab's own sshd's sessions on server 1
+            os.kill(int(pid), signal.SIGKILL)
+        said, _ = p.communicate(timeout=180)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 1, said[-3000:]
+    meas = json.loads((run / "measurements.json").read_text())
+    assert any("core1, leaf2, leaf3, spine2, spine3 died" in b for b in meas["broken"]), meas
+    lost = sorted(x.split()[1] for x in meas["teardown_leftovers"])
+    assert lost == ["core1", "h4", "h5", "h6", "h7", "leaf2", "leaf3", "spine2", "spine3"], \
+        meas["teardown_leftovers"]
+    assert ledger.state(str(run)) == "closed"
+    assert _wait(lambda: lab.others(0) == [] and lab.others(1) == [], 10), \
+        (lab.others(0), lab.others(1))

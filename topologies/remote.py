@@ -31,19 +31,60 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 
 from topologies.fabric import FabricHost, FabricSwitch
+
+
+SHELL_TIMEOUT_S = 60.0             # a remote shell's answer to one command, at most
+TEARDOWN_ANSWER_S = 5.0            # every remote shell asked at once before teardown
+
+
+class NodeLost(RuntimeError):
+    """A node's remote shell stopped answering: its ssh session ended, or its server or
+    the network to it did not answer in time."""
 
 
 class OnServer:
     """Mixin: the node lives on ``server`` (an index into ``overlay``'s servers) and is
     reached over ``overlay.access`` once the servers' sshds run; until then (or with no
-    server) it is an ordinary local node."""
+    server) it is an ordinary local node. A command its shell does not answer within
+    :data:`SHELL_TIMEOUT_S` (or whose session ended) raises :class:`NodeLost` (Mininet
+    would wait for ever), and the node is *lost*: later commands raise at once, or, once
+    the fabric is tearing down (``tearing_down``), return nothing (what it made on its
+    server ends with its session)."""
 
     def __init__(self, name, overlay=None, server: int | None = None, **params):
         self.overlay, self.server = overlay, server
         self._shell_start = False
+        self.lost: str | None = None       # why the node's shell is gone
+        self.tearing_down = False
         super().__init__(name, **params)
+
+    def cmd(self, *args, **kwargs):
+        if self.access is not None and self.lost:
+            if self.tearing_down:
+                return ""
+            raise NodeLost(self.lost)
+        return super().cmd(*args, **kwargs)
+
+    def waitOutput(self, verbose=False, findPid=True):
+        if self.access is None:
+            return super().waitOutput(verbose, findPid)
+        out, deadline = "", time.monotonic() + SHELL_TIMEOUT_S
+        while self.waiting:
+            if self.shell is None or self.shell.poll() is not None:
+                self._lose("its ssh session ended")
+            if time.monotonic() > deadline:
+                self._lose(f"its shell did not answer within {SHELL_TIMEOUT_S:g} s")
+            out += self.monitor(timeoutms=200, findPid=findPid)
+        return out
+
+    def _lose(self, why: str) -> None:
+        self.waiting = False
+        self.lost = f"{self.name} (server s{self.server}): {why}"
+        if not self.tearing_down:
+            raise NodeLost(self.lost)
 
     @property
     def access(self):
@@ -83,9 +124,12 @@ class OnServer:
         server, so the fabric's teardown finds nothing of it left."""
         pid, a = self.pid, self.access
         super().terminate()
-        if a is not None and pid:
-            a.run(self.server, f"for i in $(seq 50); do kill -0 {int(pid)} 2>/dev/null || "
-                  f"exit 0; sleep 0.1; done; kill -9 {int(pid)}", check=False)
+        if a is not None and pid and not self.lost:
+            try:
+                a.run(self.server, f"for i in $(seq 50); do kill -0 {int(pid)} 2>/dev/null "
+                      f"|| exit 0; sleep 0.1; done; kill -9 {int(pid)}", check=False)
+            except subprocess.SubprocessError:   # the server no longer answers: the
+                pass                             # shell ends with its session there
 
     def popen(self, *args, **kwargs):
         record_as = kwargs.pop("record_as", None)
@@ -137,7 +181,8 @@ class RemoteFabricSwitch(OnServer, FabricSwitch):
         here = os.path.join(self.rundir, os.path.basename(self.telemetry_path))
         try:
             self.fetch(self.telemetry_path, here)
-        except RuntimeError as e:          # the agent never wrote it: say so in the log
+        except (RuntimeError, subprocess.SubprocessError) as e:   # never written, or
+            # its server no longer answers: say so in the log
             with open(os.path.join(self.rundir, f"{self.name}.agent.log"), "a") as f:
                 f.write(f"\nsymphony-emu: could not collect {self.telemetry_path}: {e}\n")
 
@@ -169,8 +214,41 @@ class RemoteFabricSwitch(OnServer, FabricSwitch):
         if proc is not None and self.access is not None:
             pid_file = shlex.quote((self.agent_leader or self)._pid_file())
             # SIGTERM where it runs, then wait for it to write its final records
-            self.access.run(self.server, f"p=$(cat {pid_file} 2>/dev/null) && kill -TERM $p "
-                            f"&& for i in $(seq {int(timeout_s * 10)}); do "
-                            "kill -0 $p 2>/dev/null || break; sleep 0.1; done; true",
-                            check=False, timeout_s=timeout_s + 5)
+            try:
+                self.access.run(self.server, f"p=$(cat {pid_file} 2>/dev/null) && kill -TERM "
+                                f"$p && for i in $(seq {int(timeout_s * 10)}); do "
+                                "kill -0 $p 2>/dev/null || break; sleep 0.1; done; true",
+                                check=False, timeout_s=timeout_s + 5)
+            except subprocess.SubprocessError:   # the server no longer answers: the
+                pass                             # agent ends with its ssh session
         return super().stop_agent(timeout_s)
+
+
+def answering(nodes: list, timeout_s: float = TEARDOWN_ANSWER_S) -> list:
+    """Ask every remote node's shell at once for an answer (before a teardown, which
+    talks to each); those with none within ``timeout_s`` are marked lost and returned."""
+    asked = []
+    for n in nodes:
+        if n.lost or n.shell is None or n.shell.poll() is not None:
+            n.lost = n.lost or f"{n.name} (server s{n.server}): its ssh session ended"
+            continue
+        if n.waiting:                      # an earlier command never finished
+            n.lost = f"{n.name} (server s{n.server}): its shell was still busy"
+            continue
+        n.sendCmd("true")
+        asked.append(n)
+    deadline = time.monotonic() + timeout_s
+    while any(n.waiting for n in asked) and time.monotonic() < deadline:
+        for n in asked:
+            if n.waiting and (n.shell.poll() is None):
+                n.monitor(timeoutms=0)
+            elif n.waiting:
+                n.waiting = False
+                n.lost = f"{n.name} (server s{n.server}): its ssh session ended"
+        time.sleep(0.01)
+    for n in asked:
+        if n.waiting:
+            n.waiting = False
+            n.lost = f"{n.name} (server s{n.server}): its shell did not answer within " \
+                     f"{timeout_s:g} s"
+    return [n for n in nodes if n.lost]

@@ -148,6 +148,7 @@ class Fabric:
         try:
             net, self.net = self.net, None
             if net is not None:
+                self._check_remote(net)
                 for sw in net.switches:
                     if isinstance(sw, FabricSwitch):
                         sw.stop_agent()
@@ -162,6 +163,17 @@ class Fabric:
                 self.ledger = None
         finally:
             _restore_signals(held)
+
+    def _check_remote(self, net) -> None:
+        """Before the teardown talks to every node: the nodes on servers whose shells no
+        longer answer (a server or the network to it gone) are left to end with their
+        ssh sessions, and named (a teardown would otherwise wait on them for ever)."""
+        from topologies.remote import answering
+        remote = [n for n in net.hosts + net.switches if getattr(n, "access", None) is not None]
+        for n in remote:
+            n.tearing_down = True
+        for n in answering(remote):
+            self.leftovers.append(f"node {n.lost}")
 
     def _stop_overlay(self) -> None:
         ov, self.overlay = getattr(self, "overlay", None), None

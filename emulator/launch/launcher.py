@@ -270,7 +270,8 @@ class HostProcesses:
                 if there and there != self._path(h, "jsonl"):
                     try:
                         node.fetch(there, self._path(h, "jsonl"))
-                    except RuntimeError as e:
+                    except (RuntimeError, subprocess.SubprocessError) as e:   # its server
+                        # no longer answers, or the host never wrote it
                         with open(self.log_path(h), "a") as log:
                             log.write(f"symphony-emu: could not collect {there}: {e}\n")
         self.poll()

@@ -104,7 +104,11 @@ def agent_measurements(fab) -> dict:
         if sw.agent_proc.poll() is not None:
             out[sw.name] = {"dead": sw.agent_proc.returncode}
             continue
-        s = fab.agent(sw.name, {"cmd": "stats"})
+        try:
+            s = fab.agent(sw.name, {"cmd": "stats"})
+        except (OSError, RuntimeError) as e:     # its server no longer answers (NodeLost)
+            out[sw.name] = {"lost": str(e)}
+            continue
         out[sw.name] = {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"],
                         "fidelity": s.get("fidelity", {})}
     return out
@@ -203,8 +207,15 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
         meas["clocks"] = procs.clocks            # each process's clock, probed before t = 0
         if fab.overlay is not None:          # what crossed between servers, while it ran
             ov = fab.overlay
-            meas["underlay"] = underlay_use(underlay0, ov.counters(), meas["wall_s"],
-                                            [ov.capacity_bps(i) for i in range(ov.n)])
+            try:
+                meas["underlay"] = underlay_use(underlay0, ov.counters(), meas["wall_s"],
+                                                [ov.capacity_bps(i) for i in range(ov.n)])
+            except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+                meas["underlay_unread"] = str(e)     # a server no longer answers
+    if "broken" not in meas:                 # an agent whose server no longer answered
+        lost = [f"{name}: {a['lost']}" for name, a in meas["agents"].items() if "lost" in a]
+        if lost:
+            meas["broken"] = lost
     if "broken" not in meas and any("dead" in a for a in meas["agents"].values()):
         meas["broken"] = casualties(fab, None)     # an agent that died at the very end
     meas["teardown_leftovers"] = fab.leftovers
