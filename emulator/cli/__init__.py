@@ -69,15 +69,20 @@ def _cmd_demo(args) -> int:
     return 1 if bad else 0
 
 
-def _load_spec(args):
-    from emulator.spec import SpecError, load
-    sets = list(args.set or [])
-    if getattr(args, "servers", None):       # --servers a,b: the spec's topology.servers
+def _sets(args) -> list[str]:
+    """The command's ``--set`` items, and ``--servers a,b`` as ``topology.servers``."""
+    sets = list(getattr(args, "set", None) or [])
+    if getattr(args, "servers", None):
         import json
         sets.append("topology.servers=" + json.dumps(
             [t.strip() for t in args.servers.split(",") if t.strip()]))
+    return sets
+
+
+def _load_spec(args):
+    from emulator.spec import SpecError, load
     try:
-        spec = load(args.spec, sets)
+        spec = load(args.spec, _sets(args))
     except SpecError as e:
         print(f"symphony-emu {args.command}: {e}", file=sys.stderr)
         return None
@@ -95,6 +100,9 @@ def _print_warnings(command: str, spec) -> None:
         print(f"symphony-emu {command}: warning: {spec.path}: {w}", file=sys.stderr)
 
 
+_CHECKED: dict = {}          # real servers' facts, checked once per command
+
+
 def _fits(command: str, spec, scheme: str, seed: int, force: bool, label: str = "") -> bool:
     """The size guard (emulator.launch.capacity): False, saying why, if this machine
     cannot emulate the spec; ``force`` (--force-size) skips it."""
@@ -103,19 +111,23 @@ def _fits(command: str, spec, scheme: str, seed: int, force: bool, label: str = 
     t = spec.topology
     if t.server_targets:                      # real servers: reach and check each first
         from topologies import servers
-        try:
-            facts = servers.preflight(list(t.server_targets),
-                                      os.path.expanduser(t.ssh_config) or None,
-                                      list(t.underlay) or None)
-        except (servers.PreflightError, ConnectionError, RuntimeError) as e:
-            print(f"symphony-emu {command}: {spec.path}{label}: the servers are not ready:\n"
-                  f"{e}", file=sys.stderr)
-            return False
-        for i, f in enumerate(facts):
-            print(f"server s{i} {f.target}: {f.cpus} cores, "
-                  f"{f.mem_available_bytes / (1 << 30):.1f} GiB available, underlay "
-                  f"{f.address} on {f.interface}"
-                  + (f" ({f.speed_bps / 1e9:g} Gb/s)" if f.speed_bps else ""))
+        key = (t.server_targets, t.ssh_config, t.underlay)
+        facts = _CHECKED.get(key)             # once per command (a sweep's points share)
+        if facts is None:
+            try:
+                facts = servers.preflight(list(t.server_targets),
+                                          os.path.expanduser(t.ssh_config) or None,
+                                          list(t.underlay) or None)
+            except (servers.PreflightError, ConnectionError, RuntimeError) as e:
+                print(f"symphony-emu {command}: {spec.path}{label}: the servers are not "
+                      f"ready:\n{e}", file=sys.stderr)
+                return False
+            _CHECKED[key] = facts
+            for i, f in enumerate(facts):
+                print(f"server s{i} {f.target}: {f.cpus} cores, "
+                      f"{f.mem_available_bytes / (1 << 30):.1f} GiB available, underlay "
+                      f"{f.address} on {f.interface}"
+                      + (f" ({f.speed_bps / 1e9:g} Gb/s)" if f.speed_bps else ""))
         machine = capacity.with_servers(capacity.this_machine(), facts, t.underlay_gbps * 1e9)
     if force:
         return True
@@ -323,7 +335,7 @@ def _cmd_sweep(args) -> int:
         return 2
     from emulator.spec import load
     try:
-        pts = sweep.points(args.spec, args.param or [], args.set or [], args.variant)
+        pts = sweep.points(args.spec, args.param or [], _sets(args), args.variant)
         specs = [(label, load(args.spec, sets)) for label, sets in pts]   # each point valid
     except (SpecError, ValueError) as e:
         print(f"symphony-emu sweep: {e}", file=sys.stderr)
@@ -338,7 +350,7 @@ def _cmd_sweep(args) -> int:
     os.makedirs(out, exist_ok=True)
     print(f"symphony-emu sweep: -> {out} (run again with --out {out} to resume)")
     seeds = list(range(1, args.seeds + 1)) if args.seeds else None
-    rows = sweep.run_sweep(args.spec, out, args.param or [], args.set or [], args.scheme,
+    rows = sweep.run_sweep(args.spec, out, args.param or [], _sets(args), args.scheme,
                            seeds, _progress_printer, args.variant, args.backend,
                            not args.no_plots)
     return 1 if any(not r["faithful"] for r in rows) else 0
