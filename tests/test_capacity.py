@@ -184,3 +184,17 @@ def test_real_servers_are_judged_by_their_own_cores_memory_and_underlay():
     why = capacity.check(spec, "baseline", 1, capacity.with_servers(tiny, [big, small]))
     assert [w.split(":")[0] for w in why] == ["server 1"], why
     assert "its 8 hosts need about" in why[0] and "of its 64 MB available" in why[0]
+
+
+def test_servers_on_the_command_line_reach_every_command_that_loads_the_spec():
+    """``--servers a,b`` becomes topology.servers for run, cli and each sweep point."""
+    import argparse
+    from emulator.launch import sweep
+    args = argparse.Namespace(set=["symphony.k=0.001"], servers="root@10.0.0.2, root@10.0.0.3")
+    sets = cli._sets(args)
+    assert sets == ["symphony.k=0.001", 'topology.servers=["root@10.0.0.2", "root@10.0.0.3"]']
+    two_pods = ["topology.pods=2", "topology.cores=2"]
+    pts = sweep.points(TABLE1, ["symphony.tau=0.25,0.5"], two_pods + sets, None)
+    assert [load(TABLE1, s).topology.server_targets for _, s in pts] == \
+        [("root@10.0.0.2", "root@10.0.0.3")] * 2
+    assert cli._sets(argparse.Namespace(set=None)) == []
