@@ -144,6 +144,16 @@ def test_a_job_on_servers_given_as_user_at_host_is_verified_faithful_and_leaves_
         assert _wait(lambda: not any(ledger.alive(x["pid"], x.get("start")) for x in there),
                      10), there
         assert _wait(lambda: lab.others(i) == [], 10), lab.others(i)
+        # no interface or rule of the run in the server's own namespace (the VXLAN ends
+        # were made there and moved into the nodes, whose namespaces are gone)
+        ns = lab.servers.server_ns[i]
+        links = subprocess.run(["ip", "-n", ns, "-o", "link", "show"], capture_output=True,
+                               text=True, check=True).stdout
+        assert sorted(x.split(": ")[1].split("@")[0] for x in links.splitlines()) == \
+            ["lo", "underlay"], links
+        rules = subprocess.run(["ip", "netns", "exec", ns, "iptables", "-S"],
+                               capture_output=True, text=True, check=True).stdout
+        assert [r for r in rules.splitlines() if not r.startswith("-P ")] == [], rules
 
 
 def _ports_to(lab, address: str) -> list[str]:
