@@ -33,7 +33,7 @@ from emulator import plan as planning
 from emulator.launch.launcher import default_processes
 from emulator.perturbations import Background
 from emulator.plan import placement
-from topologies.overlay import server_of_nodes
+from topologies.overlay import VXLAN_OVERHEAD_BYTES, server_of_nodes
 
 HOSTS_PER_CORE = 32          # benchmarks/scale.py: 64 hosts faithful on 2 cores
 PROCESS_MB = 67              # benchmarks/scale.py: peak RSS of a host process, of an agent
@@ -41,8 +41,9 @@ SERVED_MB = 2                # a host's or a switch's own state in a process ser
 SHELL_MB = 4                 # a Mininet node's bash (measured: 2.2 MB without a prompt)
 MEMORY_SHARE = 0.8           # of MemAvailable; the rest for the kernel and Mininet
 MB = 1 << 20
-# a 4 KB RoCE frame carried over VXLAN: the outer headers' 50 bytes on top (overlay.py)
-UNDERLAY_OVERHEAD = 1 + 50 / 4096
+# a 4 KB RoCE frame (the transport's default MTU) carried over VXLAN, its outer headers
+# on top
+UNDERLAY_OVERHEAD = 1 + VXLAN_OVERHEAD_BYTES / 4096
 
 
 @dataclass(frozen=True)
