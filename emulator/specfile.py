@@ -1,4 +1,5 @@
-"""Reading a spec file without trusting it (the loader is ``emulator.spec.load``).
+"""Reading a spec file, and the values of its overrides, without trusting them (the
+loader is ``emulator.spec.load``).
 
 A spec is a *regular* file of UTF-8 TOML of at most :data:`MAX_SPEC_BYTES`, nested at most
 :data:`MAX_DEPTH` tables and arrays deep. Anything else is refused with an
@@ -82,6 +83,42 @@ def parse(text: str, what: str = "") -> dict:
         raise UnreadableSpec(f"{what}not a usable TOML value: {e}") from None
     _shallow(data, what)
     return data
+
+
+def parse_value(text: str, what: str):
+    """A value written after ``key=`` (``--set``, the live CLI), read as TOML would read
+    it: numbers, true/false, strings, arrays, inline tables; a bare word is a string."""
+    text = text.strip()
+    try:
+        return parse(f"v = {text}", f"{what}: ")["v"]
+    except UnreadableSpec as e:
+        if "not valid TOML" not in str(e):
+            raise
+        return text
+
+
+def set_value(raw: dict, key: str, value) -> None:
+    """``raw`` (a spec as read) with ``value`` at the dotted ``key`` (``jobs.0.passes``:
+    an index into an array), tables made on the way; a path through a value, or past an
+    array's end, is refused."""
+    parts = key.split(".")
+    node = raw
+    for i, p in enumerate(parts[:-1]):
+        if isinstance(node, list):
+            if not p.isdigit() or int(p) >= len(node):
+                raise UnreadableSpec(f"--set {key}: {'.'.join(parts[:i])} has {len(node)} "
+                                     f"entries, no index {p!r}")
+            node = node[int(p)]
+        elif isinstance(node, dict):
+            node = node.setdefault(p, {})
+        else:
+            raise UnreadableSpec(f"--set {key}: {'.'.join(parts[:i])} is a value, not a table")
+        if not isinstance(node, (dict, list)):
+            raise UnreadableSpec(f"--set {key}: {'.'.join(parts[:i + 1])} is a value, not a "
+                                 "table")
+    if isinstance(node, list):
+        raise UnreadableSpec(f"--set {key}: give an index into {'.'.join(parts[:-1])}")
+    node[parts[-1]] = value
 
 
 def _regular(st: os.stat_result) -> None:

@@ -7,7 +7,7 @@
     symphony-emu validate SPEC [--set key=value ...]
     symphony-emu demo [--out DIR] ...      (the switch agents alone, without collectives)
 
-``run`` executes an experiment spec (TOML, see emulator/spec.py and runs/) for each
+``run`` executes an experiment spec (TOML, every key in emulator/schema.py; runs/) for each
 scheme and seed, verifies every collective, and writes manifest, logs, summary.json and
 plots; ``predict`` runs the same plans in the flow-level model (no root, no network:
 seconds; ``emulator/launch/predict.py``); ``report`` recomputes metrics and plots from a run folder's logs; ``validate``
