@@ -93,6 +93,12 @@ class ServerFacts:
     mem_available_bytes: int
     speed_bps: float | None        # the interface's, if the kernel knows it
 
+    def describe(self, server: int) -> str:
+        return (f"server s{server} {self.target}: {self.cpus} cores, "
+                f"{self.mem_available_bytes / (1 << 30):.1f} GiB available, underlay "
+                f"{self.address} on {self.interface}"
+                + (f" ({self.speed_bps / 1e9:g} Gb/s)" if self.speed_bps else ""))
+
 
 def _probe_script(address: str | None) -> str:
     py, repo = shlex.quote(sys.executable), shlex.quote(fabric.REPO_ROOT)
@@ -262,3 +268,18 @@ def preflight(targets: list[str], ssh_config: str | None = None,
     finally:
         servers.stop()
         shutil.rmtree(state, ignore_errors=True)
+
+
+_CHECKED: dict = {}
+
+
+def checked(targets: tuple, ssh_config: str = "", underlay: tuple = ()) \
+        -> tuple[list[ServerFacts], bool]:
+    """:func:`preflight` once per process for the same servers (a sweep's points share
+    it): their facts, and whether they were checked just now."""
+    key = (tuple(targets), ssh_config, tuple(underlay))
+    if key in _CHECKED:
+        return _CHECKED[key], False
+    _CHECKED[key] = preflight(list(targets), os.path.expanduser(ssh_config) or None,
+                              list(underlay) or None)
+    return _CHECKED[key], True

@@ -16,13 +16,12 @@ checks a spec without touching the network.
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 import time
 
-from emulator.schemes import SCHEMES
+from emulator.cli.options import build_parser
 from topologies import fabric
 
 
@@ -31,13 +30,6 @@ def _out_dir(arg: str | None, name: str) -> str:
         return os.path.abspath(arg)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return os.path.join(fabric.REPO_ROOT, "runs", "out", f"{stamp}-{name}")
-
-
-def _positive_int(s: str) -> int:
-    v = int(s)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
-    return v
 
 
 def _cmd_demo(args) -> int:
@@ -90,17 +82,10 @@ def _load_spec(args):
     return spec
 
 
-SERVERS_HELP = ("place the fabric's pods on these servers, reached over your ssh as "
-                "[user@]host[:port] (sets topology.servers; docs/distributed.md)")
-
-
 def _print_warnings(command: str, spec) -> None:
     from emulator.plan.timing import warnings
     for w in warnings(spec):
         print(f"symphony-emu {command}: warning: {spec.path}: {w}", file=sys.stderr)
-
-
-_CHECKED: dict = {}          # real servers' facts, checked once per command
 
 
 def _fits(command: str, spec, scheme: str, seed: int, force: bool, label: str = "") -> bool:
@@ -111,23 +96,14 @@ def _fits(command: str, spec, scheme: str, seed: int, force: bool, label: str = 
     t = spec.topology
     if t.server_targets:                      # real servers: reach and check each first
         from topologies import servers
-        key = (t.server_targets, t.ssh_config, t.underlay)
-        facts = _CHECKED.get(key)             # once per command (a sweep's points share)
-        if facts is None:
-            try:
-                facts = servers.preflight(list(t.server_targets),
-                                          os.path.expanduser(t.ssh_config) or None,
-                                          list(t.underlay) or None)
-            except (servers.PreflightError, ConnectionError, RuntimeError) as e:
-                print(f"symphony-emu {command}: {spec.path}{label}: the servers are not "
-                      f"ready:\n{e}", file=sys.stderr)
-                return False
-            _CHECKED[key] = facts
-            for i, f in enumerate(facts):
-                print(f"server s{i} {f.target}: {f.cpus} cores, "
-                      f"{f.mem_available_bytes / (1 << 30):.1f} GiB available, underlay "
-                      f"{f.address} on {f.interface}"
-                      + (f" ({f.speed_bps / 1e9:g} Gb/s)" if f.speed_bps else ""))
+        try:
+            facts, new = servers.checked(t.server_targets, t.ssh_config, t.underlay)
+        except (servers.PreflightError, ConnectionError, RuntimeError) as e:
+            print(f"symphony-emu {command}: {spec.path}{label}: the servers are not ready:\n"
+                  f"{e}", file=sys.stderr)
+            return False
+        for i, f in enumerate(facts if new else []):
+            print(f.describe(i))
         machine = capacity.with_servers(capacity.this_machine(), facts, t.underlay_gbps * 1e9)
     if force:
         return True
@@ -448,115 +424,13 @@ def _cmd_report(args) -> int:
     return 0
 
 
-FORMATS = ("table", "nccl-tests")
-FORCE_SIZE_HELP = ("run even a spec larger than this machine emulates (hosts, processes, "
-                   "memory: emulator/launch/capacity.py)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="symphony-emu", description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run an experiment spec (every scheme and seed)")
-    r.add_argument("spec", help="experiment spec (TOML), e.g. runs/table1.toml")
-    r.add_argument("--out", help="output folder (default runs/out/<time>-<name>)")
-    r.add_argument("--seeds", type=_positive_int, help="run seeds 1..N instead of the spec's")
-    r.add_argument("--scheme", help=f"run only this scheme ({', '.join(SCHEMES)})")
-    r.add_argument("--no-plots", action="store_true", help="tables and summary.json only")
-    r.add_argument("--pcap", metavar="POINTS",
-                   help="capture packets at these hosts or switch ports (e.g. h0,leaf1-eth3) "
-                        "into <point>.pcapng in each run folder, from before the job starts "
-                        "until it ended (Wireshark's dumpcap; tcpdump if it is missing)")
-    r.add_argument("--format", choices=FORMATS, default="table", help="table (ours, default) or nccl-tests (their columns, time(us) and GB/s at real "
-                        "scale, and footer; nccl-tests.json, shaped like their -J file, is "
-                        "written either way)")
-    r.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a spec value, e.g. --set symphony.k=0.001 (repeatable)")
-    r.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
-    r.add_argument("--servers", metavar="USER@HOST,...", help=SERVERS_HELP)
-    r.set_defaults(func=_cmd_run, needs_root=True)
-    sw = sub.add_parser("sweep", help="run a spec over its [[variants]] and/or --param grids, "
-                                      "resumable, into one table")
-    sw.add_argument("spec")
-    sw.add_argument("--param", action="append", metavar="KEY=V1,V2,...",
-                    help="sweep a value, e.g. --param symphony.k=0.001,0.01 (repeatable: grid)")
-    sw.add_argument("--out", help="output folder; an existing one is resumed")
-    sw.add_argument("--seeds", type=_positive_int, help="seeds 1..N instead of the spec's")
-    sw.add_argument("--scheme", action="append", help="only these schemes (repeatable)")
-    sw.add_argument("--variant", action="append",
-                    help="only these of the spec's [[variants]] (repeatable)")
-    sw.add_argument("--set", action="append", metavar="KEY=VALUE",
-                    help="override a spec value for every point (repeatable)")
-    sw.add_argument("--backend", choices=("emulation", "fluid"), default="emulation",
-                    help="emulation (default, root) or fluid: the flow-level model, "
-                         "schemes baseline, ideal-priority, pq (no root, seconds)")
-    sw.add_argument("--no-plots", action="store_true", help="tables only")
-    sw.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
-    sw.add_argument("--servers", metavar="USER@HOST,...", help=SERVERS_HELP)
-    sw.set_defaults(func=_cmd_sweep, needs_root=False)       # emulation checks it itself
-    c = sub.add_parser("cli", help="open Mininet's CLI on a spec's fabric, with commands to "
-                                   "start jobs, switch Symphony, perturb, read stats, plot")
-    c.add_argument("spec")
-    c.add_argument("--scheme", default="symphony",
-                   help=f"switch behaviour: {', '.join(SCHEMES)} (default symphony)")
-    c.add_argument("--seed", type=int, default=1)
-    c.add_argument("--out", help="output folder (default runs/out/<time>-<name>-cli)")
-    c.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a spec value (repeatable)")
-    c.add_argument("--script", help="run the CLI commands in this file, then exit")
-    c.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
-    c.add_argument("--servers", metavar="USER@HOST,...", help=SERVERS_HELP)
-    c.set_defaults(func=_cmd_cli, needs_root=True)
-    pr = sub.add_parser("predict", help="run a spec in the flow-level model (max-min fluid "
-                                        "flows on the same plan; no root, seconds)")
-    pr.add_argument("spec")
-    pr.add_argument("--out", help="output folder (default runs/out/<time>-<name>-predict)")
-    pr.add_argument("--seeds", type=_positive_int, help="seeds 1..N instead of the spec's")
-    pr.add_argument("--scheme", action="append",
-                    help="baseline (max-min), ideal-priority, pq (repeatable; default all)")
-    pr.add_argument("--granularity", default="per_job", choices=("per_job", "per_ring"),
-                    help="ideal-priority's lowest step per job (default) or per ring")
-    pr.add_argument("--variant", help="one of the spec's [[variants]] (its overrides)")
-    pr.add_argument("--no-plots", action="store_true", help="tables and summary.json only")
-    pr.add_argument("--format", choices=FORMATS, default="table", help="table (ours, default) or nccl-tests (their columns, time(us) and GB/s at real "
-                        "scale, and footer; nccl-tests.json, shaped like their -J file, is "
-                        "written either way)")
-    pr.add_argument("--set", action="append", metavar="KEY=VALUE",
-                    help="override a spec value (repeatable)")
-    pr.set_defaults(func=_cmd_predict, needs_root=False)
-    cl = sub.add_parser("clean", help="remove what a killed run left on this machine "
-                                      "(processes, namespaces), from its ledger")
-    cl.add_argument("dir", nargs="?", help="a run folder, or an output folder holding run "
-                                           "folders (default: every killed run in runs/out)")
-    cl.add_argument("--force", action="store_true",
-                    help="clean even a run whose runner still lives")
-    cl.set_defaults(func=_cmd_clean, needs_root=True)
-    rp = sub.add_parser("report", help="recompute metrics and plots from a run folder")
-    rp.add_argument("dir")
-    rp.add_argument("--format", choices=FORMATS, default="table", help="table (ours, default) or nccl-tests (their columns, time(us) and GB/s at real "
-                        "scale, and footer; nccl-tests.json, shaped like their -J file, is "
-                        "written either way)")
-    rp.set_defaults(func=_cmd_report, needs_root=False)
-    v = sub.add_parser("validate", help="check a spec without running it")
-    v.add_argument("spec")
-    v.add_argument("--set", action="append", metavar="KEY=VALUE")
-    v.set_defaults(func=_cmd_validate, needs_root=False)
-    d = sub.add_parser("demo", help="leaf-spine + switch agents: baseline vs Symphony marks")
-    d.add_argument("--out", help="output folder (default runs/out/<time>-demo)")
-    d.add_argument("--leaves", type=_positive_int, default=4)
-    d.add_argument("--spines", type=int, default=4)
-    d.add_argument("--hosts-per-leaf", type=_positive_int, default=4)
-    d.add_argument("--routing", choices=fabric.ROUTING_MODES, default="ecmp")
-    d.add_argument("--packets", type=_positive_int, default=200, help="4 KB packets per flow")
-    d.add_argument("--load", type=float, default=0.5,
-                   help="each host's send rate as a fraction of its link rate (0, 1]")
-    d.add_argument("--k", type=float, default=0.01, help="Symphony's gain k")
-    d.add_argument("--seed", type=int, default=1)
-    d.set_defaults(func=_cmd_demo, needs_root=True)
-    return ap
+HANDLERS = {"run": _cmd_run, "sweep": _cmd_sweep, "cli": _cmd_cli, "predict": _cmd_predict,
+            "clean": _cmd_clean, "report": _cmd_report, "validate": _cmd_validate,
+            "demo": _cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(HANDLERS).parse_args(argv)
     if args.needs_root and os.geteuid() != 0:
         print(f"symphony-emu {args.command}: needs root (network namespaces, iptables)",
               file=sys.stderr)

@@ -1,0 +1,133 @@
+"""The words of ``symphony-emu``'s command line: its commands, their options and help
+(``build_parser``); what each command does is ``emulator.cli``'s."""
+
+from __future__ import annotations
+
+import argparse
+
+from emulator.schemes import SCHEMES
+from topologies import fabric
+
+DESCRIPTION = "`symphony-emu`: the command line (also `python -m emulator`)."
+
+
+def _positive_int(s: str) -> int:
+    v = int(s)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
+SERVERS_HELP = ("place the fabric's pods on these servers, reached over your ssh as "
+                "[user@]host[:port] (sets topology.servers; docs/distributed.md)")
+
+
+FORMATS = ("table", "nccl-tests")
+FORCE_SIZE_HELP = ("run even a spec larger than this machine emulates (hosts, processes, "
+                   "memory: emulator/launch/capacity.py)")
+
+
+def _emulating(p: argparse.ArgumentParser) -> None:
+    """The options of a command that emulates: the size guard's, and the servers."""
+    p.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
+    p.add_argument("--servers", metavar="USER@HOST,...", help=SERVERS_HELP)
+
+
+def _formats(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=FORMATS, default="table",
+                   help="table (ours, default) or nccl-tests (their columns, time(us) and "
+                        "GB/s at real scale, and footer; nccl-tests.json, shaped like their "
+                        "-J file, is written either way)")
+
+
+def build_parser(run: dict) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="symphony-emu", description=DESCRIPTION)
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run an experiment spec (every scheme and seed)")
+    r.add_argument("spec", help="experiment spec (TOML), e.g. runs/table1.toml")
+    r.add_argument("--out", help="output folder (default runs/out/<time>-<name>)")
+    r.add_argument("--seeds", type=_positive_int, help="run seeds 1..N instead of the spec's")
+    r.add_argument("--scheme", help=f"run only this scheme ({', '.join(SCHEMES)})")
+    r.add_argument("--no-plots", action="store_true", help="tables and summary.json only")
+    r.add_argument("--pcap", metavar="POINTS",
+                   help="capture packets at these hosts or switch ports (e.g. h0,leaf1-eth3) "
+                        "into <point>.pcapng in each run folder, from before the job starts "
+                        "until it ended (Wireshark's dumpcap; tcpdump if it is missing)")
+    _formats(r)
+    r.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a spec value, e.g. --set symphony.k=0.001 (repeatable)")
+    _emulating(r)
+    r.set_defaults(func=run["run"], needs_root=True)
+    sw = sub.add_parser("sweep", help="run a spec over its [[variants]] and/or --param grids, "
+                                      "resumable, into one table")
+    sw.add_argument("spec")
+    sw.add_argument("--param", action="append", metavar="KEY=V1,V2,...",
+                    help="sweep a value, e.g. --param symphony.k=0.001,0.01 (repeatable: grid)")
+    sw.add_argument("--out", help="output folder; an existing one is resumed")
+    sw.add_argument("--seeds", type=_positive_int, help="seeds 1..N instead of the spec's")
+    sw.add_argument("--scheme", action="append", help="only these schemes (repeatable)")
+    sw.add_argument("--variant", action="append",
+                    help="only these of the spec's [[variants]] (repeatable)")
+    sw.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a spec value for every point (repeatable)")
+    sw.add_argument("--backend", choices=("emulation", "fluid"), default="emulation",
+                    help="emulation (default, root) or fluid: the flow-level model, "
+                         "schemes baseline, ideal-priority, pq (no root, seconds)")
+    sw.add_argument("--no-plots", action="store_true", help="tables only")
+    _emulating(sw)
+    sw.set_defaults(func=run["sweep"], needs_root=False)       # emulation checks it itself
+    c = sub.add_parser("cli", help="open Mininet's CLI on a spec's fabric, with commands to "
+                                   "start jobs, switch Symphony, perturb, read stats, plot")
+    c.add_argument("spec")
+    c.add_argument("--scheme", default="symphony",
+                   help=f"switch behaviour: {', '.join(SCHEMES)} (default symphony)")
+    c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--out", help="output folder (default runs/out/<time>-<name>-cli)")
+    c.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a spec value (repeatable)")
+    c.add_argument("--script", help="run the CLI commands in this file, then exit")
+    _emulating(c)
+    c.set_defaults(func=run["cli"], needs_root=True)
+    pr = sub.add_parser("predict", help="run a spec in the flow-level model (max-min fluid "
+                                        "flows on the same plan; no root, seconds)")
+    pr.add_argument("spec")
+    pr.add_argument("--out", help="output folder (default runs/out/<time>-<name>-predict)")
+    pr.add_argument("--seeds", type=_positive_int, help="seeds 1..N instead of the spec's")
+    pr.add_argument("--scheme", action="append",
+                    help="baseline (max-min), ideal-priority, pq (repeatable; default all)")
+    pr.add_argument("--granularity", default="per_job", choices=("per_job", "per_ring"),
+                    help="ideal-priority's lowest step per job (default) or per ring")
+    pr.add_argument("--variant", help="one of the spec's [[variants]] (its overrides)")
+    pr.add_argument("--no-plots", action="store_true", help="tables and summary.json only")
+    _formats(pr)
+    pr.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a spec value (repeatable)")
+    pr.set_defaults(func=run["predict"], needs_root=False)
+    cl = sub.add_parser("clean", help="remove what a killed run left on this machine "
+                                      "(processes, namespaces), from its ledger")
+    cl.add_argument("dir", nargs="?", help="a run folder, or an output folder holding run "
+                                           "folders (default: every killed run in runs/out)")
+    cl.add_argument("--force", action="store_true",
+                    help="clean even a run whose runner still lives")
+    cl.set_defaults(func=run["clean"], needs_root=True)
+    rp = sub.add_parser("report", help="recompute metrics and plots from a run folder")
+    rp.add_argument("dir")
+    _formats(rp)
+    rp.set_defaults(func=run["report"], needs_root=False)
+    v = sub.add_parser("validate", help="check a spec without running it")
+    v.add_argument("spec")
+    v.add_argument("--set", action="append", metavar="KEY=VALUE")
+    v.set_defaults(func=run["validate"], needs_root=False)
+    d = sub.add_parser("demo", help="leaf-spine + switch agents: baseline vs Symphony marks")
+    d.add_argument("--out", help="output folder (default runs/out/<time>-demo)")
+    d.add_argument("--leaves", type=_positive_int, default=4)
+    d.add_argument("--spines", type=int, default=4)
+    d.add_argument("--hosts-per-leaf", type=_positive_int, default=4)
+    d.add_argument("--routing", choices=fabric.ROUTING_MODES, default="ecmp")
+    d.add_argument("--packets", type=_positive_int, default=200, help="4 KB packets per flow")
+    d.add_argument("--load", type=float, default=0.5,
+                   help="each host's send rate as a fraction of its link rate (0, 1]")
+    d.add_argument("--k", type=float, default=0.01, help="Symphony's gain k")
+    d.add_argument("--seed", type=int, default=1)
+    d.set_defaults(func=run["demo"], needs_root=True)
+    return ap
