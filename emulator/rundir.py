@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict
 
 from hosts.telemetry import read_records
-from topologies import fabric as wiring
+from topologies import wiring
 
 MANIFEST = "manifest.json"
 MEASUREMENTS = "measurements.json"

@@ -148,7 +148,7 @@ from hosts.collectives import ALGORITHMS
 from hosts.config import TransportParams, finite
 from hosts.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS
 from switch_agent.config import K_MAX, T_WIN_S, RedParams, SymphonyParams
-from topologies import fabric as wiring
+from topologies import wiring
 
 SCHEMES = tuple(SCHEME_REGISTRY)          # emulator.schemes: one object each
 PERTURBATIONS = ("imbalance", "background", "link_down", "straggler", "loss",

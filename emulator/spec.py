@@ -25,8 +25,8 @@ from hosts.config import CONGESTION_FLAGS, ConfigError, TransportParams
 from hosts.scale import DEFAULT_DILATION, Scale
 from hosts.wire import MAX_JOB
 from switch_agent.config import RedParams, SymphonyParams
-from topologies import fabric as wiring, servers
-from topologies.fabric import neighbors, switch_names  # noqa: F401  (part of the spec API)
+from topologies import servers, wiring
+from topologies.wiring import neighbors, switch_names  # noqa: F401  (part of the spec API)
 from emulator.schema import (  # noqa: F401  (the schema is part of the spec API)
     SCHEMES, PERTURBATIONS, TOPOLOGY_KINDS, ROUTINGS, ALGORITHM_NAMES, GRID_ALGORITHMS,
     DCQCN_VARIANTS, CONGESTION_CONTROLS, MAX_RUN_S, MAX_SEED, MAX_BYTES_PER_RANK,

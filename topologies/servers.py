@@ -30,11 +30,11 @@ import shlex
 import sys
 from dataclasses import dataclass
 
-from topologies import fabric, ssh
+from topologies import ssh, wiring
 from topologies.overlay import (LEDGER_SCRIPT, VXLAN_OVERHEAD_BYTES, ServerSet,
                                 link_counters)
 
-UNDERLAY_FRAME_BYTES = fabric.FABRIC_MTU + VXLAN_OVERHEAD_BYTES
+UNDERLAY_FRAME_BYTES = wiring.FABRIC_MTU + VXLAN_OVERHEAD_BYTES
 PING_PAYLOAD_BYTES = UNDERLAY_FRAME_BYTES - 28          # less the IPv4 and ICMP headers
 TOOLS = ("mnexec", "ip", "tc", "iptables", "ping")
 MODULES = "hosts.group, switch_agent.agent, numpy, mininet.node"
@@ -101,7 +101,7 @@ class ServerFacts:
 
 
 def _probe_script(address: str | None) -> str:
-    py, repo = shlex.quote(sys.executable), shlex.quote(fabric.REPO_ROOT)
+    py, repo = shlex.quote(sys.executable), shlex.quote(wiring.REPO_ROOT)
     addr = shlex.quote(address) if address else '"$(echo "$SSH_CONNECTION" | cut -d" " -f3)"'
     return "\n".join([
         f"a={addr}",
@@ -146,7 +146,7 @@ def probe(access: ssh.SshAccess, targets: list[str],
             why.append(f"no {sys.executable} (the processes run the coordinator's Python at "
                        "the same path: install the project there as here)")
         elif not one("project"):
-            why.append(f"no project at {fabric.REPO_ROOT} (clone it at the same path)")
+            why.append(f"no project at {wiring.REPO_ROOT} (clone it at the same path)")
         elif not one("modules"):
             why.append(f"{sys.executable} there cannot import {MODULES} (run "
                        "scripts/setup.sh there)")
@@ -174,7 +174,7 @@ def probe(access: ssh.SshAccess, targets: list[str],
         bad = _fields(r.stdout.decode(errors="replace")).get("fail", [])
         if bad:
             problems.append(f"server s{i} ({fi.target}): a {UNDERLAY_FRAME_BYTES}-byte frame "
-                            f"(the fabric's {fabric.FABRIC_MTU}-byte MTU plus VXLAN's "
+                            f"(the fabric's {wiring.FABRIC_MTU}-byte MTU plus VXLAN's "
                             f"{VXLAN_OVERHEAD_BYTES}) does not reach {', '.join(bad)} from "
                             f"{fi.address} ({fi.interface}) unfragmented: raise the "
                             "underlay's MTU to at least that, on the interfaces and the "

@@ -35,7 +35,7 @@ from emulator.analysis.split import recorded_paths
 from emulator.rundir import RunFolder
 from emulator.spec import SpecError, validate
 from hosts.scale import Scale
-from topologies import fabric as wiring
+from topologies import wiring
 
 FLOW_COLUMNS = ("job", "ring", "pass", "step", "src", "dst", "path", "start_s", "end_s",
                 "bytes", "packets", "retransmits", "timeouts", "cnps", "ce_marks")

@@ -32,7 +32,7 @@ from emulator.plan.layout import collective_bytes, theoretical_cct_s, wire_bytes
 from emulator.rundir import RunFolder
 from emulator.spec import SpecError, validate
 from hosts import wire
-from topologies import fabric as wiring
+from topologies import wiring
 
 # "No congestion in the model": its time within this of the lockstep bound. Not exactly
 # 1: each send starts a host's processing time after its cue (from_plan.HOST_POST_DELAY_S),

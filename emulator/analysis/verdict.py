@@ -23,7 +23,7 @@ from emulator.plan.layout import wire_bytes
 from emulator.rundir import RunFolder
 from emulator.spec import SpecError, validate
 from topologies import overlay
-from topologies.fabric import L2_BURST_BYTES
+from topologies.wiring import L2_BURST_BYTES
 
 CPU_BUSY_MAX = 0.90
 PACING_LATE_MAX_FRAMES = 0.25

@@ -22,20 +22,20 @@ import sys
 import time
 
 from emulator.cli.options import build_parser
-from topologies import fabric
+from topologies import wiring
 
 
 def _out_dir(arg: str | None, name: str) -> str:
     if arg:
         return os.path.abspath(arg)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return os.path.join(fabric.REPO_ROOT, "runs", "out", f"{stamp}-{name}")
+    return os.path.join(wiring.REPO_ROOT, "runs", "out", f"{stamp}-{name}")
 
 
 def _cmd_demo(args) -> int:
     from emulator.cli.demo import DemoConfig, run
     try:
-        fabric.check_shape(args.leaves, args.spines, args.hosts_per_leaf, args.routing)
+        wiring.check_shape(args.leaves, args.spines, args.hosts_per_leaf, args.routing)
     except ValueError as e:
         print(f"symphony-emu demo: {e}", file=sys.stderr)
         return 2
@@ -151,7 +151,7 @@ def _layout(spec) -> str:
     """How a run of ``spec`` is laid out on this machine: D, and the processes that serve
     its hosts and switches (architecture §3.4, §5.1)."""
     from emulator.launch.launcher import default_processes
-    hosts, switches = len(spec.topology.host_names), len(fabric.switch_names(spec.topology))
+    hosts, switches = len(spec.topology.host_names), len(wiring.switch_names(spec.topology))
     sc = spec.scale
     hp = min(hosts, sc.host_processes or default_processes(hosts))
     ap = min(switches, sc.agent_processes or default_processes(switches))
@@ -378,7 +378,7 @@ def _reclaim_killed(out: str) -> bool:
 
 def _cmd_clean(args) -> int:
     from emulator.launch import ledger
-    root = args.dir or os.path.join(fabric.REPO_ROOT, "runs", "out")
+    root = args.dir or os.path.join(wiring.REPO_ROOT, "runs", "out")
     if not os.path.isdir(root):
         print(f"symphony-emu clean: {root}: not a folder", file=sys.stderr)
         return 2

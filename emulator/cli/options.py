@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from emulator.schemes import SCHEMES
-from topologies import fabric
+from topologies import wiring
 
 DESCRIPTION = "`symphony-emu`: the command line (also `python -m emulator`)."
 
@@ -123,7 +123,7 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     d.add_argument("--leaves", type=_positive_int, default=4)
     d.add_argument("--spines", type=int, default=4)
     d.add_argument("--hosts-per-leaf", type=_positive_int, default=4)
-    d.add_argument("--routing", choices=fabric.ROUTING_MODES, default="ecmp")
+    d.add_argument("--routing", choices=wiring.ROUTING_MODES, default="ecmp")
     d.add_argument("--packets", type=_positive_int, default=200, help="4 KB packets per flow")
     d.add_argument("--load", type=float, default=0.5,
                    help="each host's send rate as a fraction of its link rate (0, 1]")

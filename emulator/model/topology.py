@@ -1,11 +1,11 @@
 """A fabric as the flow-level model sees it: nodes, directed links with a capacity, and per
 switch and destination host the equal-cost next hops the kernel routes give.
 
-Nodes are named as the emulated fabric names them (``topologies.fabric``): hosts ``h0``..,
+Nodes are named as the emulated fabric names them (``topologies.wiring``): hosts ``h0``..,
 switches ``leaf<t>``, ``spine<g>``, ``core<c>``. Every cable is two directed links (an
 egress port each way), each with its own capacity in bit/s of wire bytes (what the
 ports' HTB shapers count). Next hops come from the very route tables the emulator
-installs (``topologies.fabric.leaf_routes`` / ``spine_routes`` / ``core_routes``): the
+installs (``topologies.wiring.leaf_routes`` / ``spine_routes`` / ``core_routes``): the
 next-hop IPs are mapped back to the neighbours that own them, so ``ecmp`` (a leaf reaches
 other leaves' hosts over all spines of its pod), ``static`` (host i of any leaf over spine
 i mod S), spine routes (own pod's leaf directly, other pods over every core) and core
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
 
-from topologies import fabric as wiring
+from topologies import wiring
 
 Link = tuple[str, str]
 
@@ -123,7 +123,7 @@ def leaf_spine(leaves: int = 4, spines: int = 4, hosts_per_leaf: int = 4, *,
                oversubscription: float = 1.0) -> Fabric:
     """The emulator's leaf-spine (``topologies.leafspine.LeafSpineTopo``): ``leaves`` and
     ``spines`` per pod, ``cores`` joining the pods, spine-core links at the rate that makes
-    a spine ``oversubscription``:1 (``topologies.fabric.core_rate_bps``)."""
+    a spine ``oversubscription``:1 (``topologies.wiring.core_rate_bps``)."""
     wiring.check_shape(leaves, spines, hosts_per_leaf, routing)
     wiring.check_pods(pods, cores, leaves, spines, routing, oversubscription)
     n_leaves, n_spines = leaves * pods, spines * pods

@@ -28,7 +28,7 @@ from hosts.config import HostConfig, RankConfig
 from hosts.nic import TransportParams
 from hosts.scale import Scale
 from switch_agent.config import AgentConfig, RedParams, SymphonyParams
-from topologies import fabric as wiring
+from topologies import wiring
 
 
 BACKGROUND_PORT = 5201          # iperf3 port of the first background flow (+1 each)
@@ -148,7 +148,7 @@ def port_toward(spec: Spec, switch: str, neighbor: str) -> str:
 # --- hosts --------------------------------------------------------------------------------
 
 def host_ip(spec: Spec, host: str) -> str:
-    """The address plan's IP of host ``hN`` (``topologies.fabric``)."""
+    """The address plan's IP of host ``hN`` (``topologies.wiring``)."""
     n, per = int(host[1:]), spec.topology.per_leaf
     return wiring.host_ip(n // per, n % per)
 
