@@ -86,6 +86,13 @@ quantities are the same at both scales. A complete spec with every key::
                                      # per interval) | ack (the ACK of every marked packet
                                      # carries BECN, sent at once: HPCC ns-3's rule)
 
+    [collective]                     # how every job's ranks run their schedules
+    order = "on_arrival"             # the dependency rule: on_arrival (the paper's §2.1:
+                                     # step s is sent once step s-1 has arrived, whatever
+                                     # earlier steps are doing) | in_order (step s waits
+                                     # for steps 0..s-1 all: one FIFO connection per
+                                     # neighbour gives that); hosts.collectives.order
+
     [[jobs]]                         # one table per job
     id = 1                           # job id (P_Key 0x8000 | id), 1..32766
     hosts = "all"                    # "all", or a list of host names ["h0", "h4", ...]
@@ -145,6 +152,7 @@ from dataclasses import dataclass, field
 from emulator.schemes import SCHEMES as SCHEME_REGISTRY
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS
 from hosts.collectives import ALGORITHMS
+from hosts.collectives.order import DEFAULT_ORDER
 from hosts.config import TransportParams, finite
 from hosts.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS
 from switch_agent.config import K_MAX, T_WIN_S, RedParams, SymphonyParams
@@ -307,6 +315,11 @@ class TransportSpec:
 
 
 @dataclass(frozen=True)
+class CollectiveSpec:
+    order: str = DEFAULT_ORDER       # on_arrival (paper §2.1) | in_order
+
+
+@dataclass(frozen=True)
 class JobSpec:
     id: int = 1
     hosts: tuple = ("all",)
@@ -402,6 +415,7 @@ class Spec:
     symphony: SymphonySpec = field(default_factory=SymphonySpec)
     dcqcn: DcqcnSpec = field(default_factory=DcqcnSpec)
     transport: TransportSpec = field(default_factory=TransportSpec)
+    collective: CollectiveSpec = field(default_factory=CollectiveSpec)
     jobs: tuple = ()
     messages: tuple = ()
     perturbations: tuple = ()
@@ -411,7 +425,7 @@ class Spec:
 
 SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
             "symphony": SymphonySpec, "dcqcn": DcqcnSpec, "transport": TransportSpec,
-            "run": RunSpec}
+            "collective": CollectiveSpec, "run": RunSpec}
 TOP_KEYS = ("name", "description", "profile", "jobs", "job_stream", "messages",
             "perturbations", "variants") + tuple(SECTIONS)
 

@@ -23,6 +23,7 @@ from emulator.workloads import WORKLOAD_NAMES
 from hosts.collectives import ALGORITHMS
 from hosts.config import CONGESTION_FLAGS, ConfigError, TransportParams
 from hosts.scale import DEFAULT_DILATION, Scale
+from hosts.collectives.order import ORDERS
 from hosts.wire import MAX_JOB
 from switch_agent.config import RedParams, SymphonyParams
 from topologies import servers, wiring
@@ -31,7 +32,8 @@ from emulator.schema import (  # noqa: F401  (the schema is part of the spec API
     SCHEMES, PERTURBATIONS, TOPOLOGY_KINDS, ROUTINGS, ALGORITHM_NAMES, GRID_ALGORITHMS,
     DCQCN_VARIANTS, CONGESTION_CONTROLS, MAX_RUN_S, MAX_SEED, MAX_BYTES_PER_RANK,
     MAX_PASSES, SpecError, Range, ScaleSpec, TopologySpec, SwitchSpec, SymphonySpec,
-    DcqcnSpec, TransportSpec, JobSpec, PerturbationSpec, PERTURBATION_KEYS, MessageSpec,
+    DcqcnSpec, TransportSpec, CollectiveSpec, JobSpec, PerturbationSpec, PERTURBATION_KEYS,
+    MessageSpec,
     RunSpec, Spec, SECTIONS, TOP_KEYS)
 
 
@@ -261,6 +263,8 @@ def validate(raw: dict, path: str) -> Spec:
         _need(getattr(tr, key) >= frame_us, path, f"transport.{key}", getattr(tr, key),
               f"must be >= {frame_us:.3g} µs, one {tr.mtu_bytes}-byte frame's time at "
               f"{topo.link_rate_gbps:g} Gb/s (a shorter timer fires before a frame is sent)")
+    order = sections["collective"].order
+    _need(order in ORDERS, path, "collective.order", order, f"allowed: {', '.join(ORDERS)}")
     schemes = run.schemes
     _need(isinstance(schemes, (list, tuple)) and len(schemes) > 0
           and all(s in SCHEMES for s in schemes), path, "run.schemes", schemes,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from hosts import wire
 from hosts.cc import CcConfig
+from hosts.collectives.order import DEFAULT_ORDER, ORDERS
 
 
 class ConfigError(ValueError):
@@ -172,8 +173,10 @@ class RankConfig(Codec):
     step_delay_s: float = 0.0        # a straggler's compute time before each step's send
     # A training workload: (nbytes, ready_s, begins_iteration) per collective, else None.
     program: tuple | None = None
+    order: str = DEFAULT_ORDER       # the dependency rule (hosts.collectives.order)
 
     def __post_init__(self):
+        check(self.order in ORDERS, "order", self.order, f"allowed: {', '.join(ORDERS)}")
         check(1 <= self.job <= wire.MAX_JOB, "job", self.job, f"must be in 1..{wire.MAX_JOB}")
         check(self.nbytes >= 4 and self.nbytes % 4 == 0, "nbytes", self.nbytes,
               "must be a positive multiple of 4")

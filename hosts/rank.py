@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from hosts.collectives import collective
 from hosts.collectives.expected import Expected
+from hosts.collectives.order import StepOrder, dependencies
 from hosts.config import HostConfig, RankConfig
 from hosts.nic import Nic
 from hosts.telemetry import Telemetry
@@ -40,30 +41,31 @@ def rank_base(seed: int, job: int, rank: int, count: int) -> np.ndarray:
 
 
 def build(cfg: RankConfig):
-    """The rank's schedule and what each of its passes must produce (computed once, from
-    every member's seeded input: the exact sums of docs/architecture.md §4)."""
+    """The rank's schedule, its waits under the run's dependency rule
+    (:mod:`hosts.collectives.order`) and what each of its passes must produce (computed
+    once, from every member's seeded input: the exact sums of docs/architecture.md §4)."""
     coll = collective(cfg.algorithm)
     schedule = coll.schedule(cfg.group, cfg.rank, cfg.nbytes, ITEM)
     count = cfg.nbytes // ITEM
     expected = Expected(coll, cfg.rank, cfg.group, cfg.nbytes,
                         lambda r: rank_base(cfg.seed, cfg.job, r, count))
-    return schedule, expected
+    return schedule, dependencies(schedule, cfg.order), expected
 
 
 class Collective:
-    """One pass of one collective on this rank (event-driven on NIC callbacks)."""
+    """One pass of one collective on this rank (event-driven on NIC callbacks): receives
+    applied and sends posted as the run's dependency rule says (``StepOrder``)."""
 
-    def __init__(self, nic: Nic, spec: RankConfig, schedule, pass_index: int, telemetry,
-                 progress, expected: Expected):
+    def __init__(self, nic: Nic, spec: RankConfig, schedule, deps, pass_index: int,
+                 telemetry, progress, expected: Expected):
         self.nic, self.spec, self.sch, self.pass_index = nic, spec, schedule, pass_index
         self.tele, self.progress, self.expected = telemetry, progress, expected
         self.buf = expected.input(pass_index)
         self.bytes = self.buf.view(np.uint8)
         self.step_base = pass_index * spec.steps_per_collective
         self.ips = spec.rank_ips
-        self.next_apply = 0               # index of the next step whose receive we apply
-        self.sent_upto = -1               # highest step index whose send was posted
-        self.pending: dict[int, bytes] = {}
+        self.order = StepOrder(deps)
+        self.received: dict[int, bytes] = {}   # arrived, waiting for the rule to apply them
         self.step_delay_s = spec.step_delay_s               # a straggler's compute time
         self.deferred: list[tuple[float, int]] = []          # (when, step) sends to post
         self.sends_open = 0
@@ -85,7 +87,6 @@ class Collective:
         o, n = st.send_range
         peer = self.ips[self.sch.rings[st.ring][st.send_to]]
         self.sends_open += 1
-        self.sent_upto = i
         self.nic.send(peer, self.spec.job, self.channel(i), self.wire_step(i),
                       self.bytes[o:o + n].tobytes(), on_complete=self._send_done)
 
@@ -99,36 +100,34 @@ class Collective:
 
     def matches(self, flow) -> int | None:
         """The step index of this pass a delivered flow belongs to, or None."""
-        for i in range(self.next_apply, len(self.sch.steps)):
-            st = self.sch.steps[i]
-            if (flow.step == self.wire_step(i) and flow.channel == self.channel(i)
+        for i, st in enumerate(self.sch.steps):
+            if (self.order.expects(i) and flow.step == self.wire_step(i) and flow.channel == self.channel(i)
                     and flow.peer == self.ips[self.sch.rings[st.ring][st.recv_from]]):
                 return i
         return None
 
     def deliver(self, i: int, message: bytes, now: float) -> None:
-        self.pending[i] = message
-        while self.next_apply in self.pending:
-            i = self.next_apply
-            data = self.pending.pop(i)
-            st = self.sch.steps[i]
+        n = self.sch.steps[i].recv_range[1]
+        if len(message) != n:
+            raise RuntimeError(f"step {i}: got {len(message)} bytes, expected {n}")
+        self.received[i] = message
+        apply, due = self.order.arrive(i)
+        for j in apply:
+            st = self.sch.steps[j]
             o, n = st.recv_range
-            if len(data) != n:
-                raise RuntimeError(f"step {i}: got {len(data)} bytes, expected {n}")
-            incoming = np.frombuffer(data, DTYPE)
+            incoming = np.frombuffer(self.received.pop(j), DTYPE)
             view = self.buf[o // ITEM:(o + n) // ITEM]
             if st.op == "reduce":
                 view += incoming
             else:
                 view[:] = incoming
-            self.next_apply += 1
             self.progress()
-            if self.next_apply < len(self.sch.steps):
-                if self.step_delay_s > 0:
-                    self.deferred.append((now + self.step_delay_s, self.next_apply))
-                else:
-                    self._post_send(self.next_apply)
-        if self.next_apply == len(self.sch.steps) and self.end_s is None:
+        for j in due:
+            if self.step_delay_s > 0:
+                self.deferred.append((now + self.step_delay_s, j))
+            else:
+                self._post_send(j)
+        if self.order.done and self.end_s is None:
             self.end_s = now
             self._finish()
 
@@ -154,7 +153,7 @@ class RankProgram:
         self.nic, self.spec, self.tele, self.progress = nic, spec, telemetry, progress
         self.program = spec.program or None
         sizes = {c[0] for c in self.program} if self.program else {spec.nbytes}
-        self.per_size = {}               # nbytes -> (spec, schedule, expected)
+        self.per_size = {}               # nbytes -> (spec, schedule, deps, expected)
         for n in sorted(sizes):
             s = replace(spec, nbytes=n)
             self.per_size[n] = (s, *build(s))
@@ -207,8 +206,8 @@ class RankProgram:
                 and self.next_start is not None and now >= self.next_start:
             index = len(self.finished)
             nbytes = self.program[index][0] if self.program else self.spec.nbytes
-            spec, schedule, expected = self.per_size[nbytes]
-            self.current = Collective(self.nic, spec, schedule, index, self.tele,
+            spec, schedule, deps, expected = self.per_size[nbytes]
+            self.current = Collective(self.nic, spec, schedule, deps, index, self.tele,
                                       self.progress, expected)
             self.current.start(now)
             early, self.early = self.early, []

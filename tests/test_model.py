@@ -1,6 +1,8 @@
 """emulator.model.simulate on cases whose answers are computed by hand, read back with
 emulator's own metrics. Pure: nothing is emulated."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -309,14 +311,17 @@ def test_ideal_priority_is_never_slower_than_baseline_on_random_ecmp_cases(granu
         assert ideal <= base * (1 + 1e-9)
 
 
-def test_pq_can_lose_to_baseline():
+@pytest.mark.parametrize("order,seed", [("on_arrival", 955), ("in_order", 149)])
+def test_pq_can_lose_to_baseline(order, seed):
     """A counter-example kept as a regression: on this ECMP draw per-switch strict priority
-    finishes later than plain sharing."""
+    finishes later than plain sharing (under the paper's rule 7 of seeds 1..999 lose by
+    over 0.1 %, this one by 9 %)."""
     fab = leaf_spine(4, 4, 4, rate_bps=10e9, routing="ecmp")
-    lay = JobInput.from_layout(rail_layout(TopologySpec(), chunk=256 * 1024, passes=2))
-    base = job_end(simulate(fab, [lay], rng=149))
-    pq = job_end(simulate(fab, [lay], rng=149, scheme="pq"))
-    assert pq > base * 1.01
+    lay = replace(JobInput.from_layout(rail_layout(TopologySpec(), chunk=256 * 1024,
+                                                   passes=2)), order=order)
+    base = job_end(simulate(fab, [lay], rng=seed))
+    pq = job_end(simulate(fab, [lay], rng=seed, scheme="pq"))
+    assert pq > base * 1.04
 
 
 def test_multipod_flows_are_held_to_the_core_rate():

@@ -54,6 +54,17 @@ def test_each_host_runs_its_ranks_with_the_layouts_rings_and_its_address():
     assert h5.total_steps == 4 * 6
 
 
+@pytest.mark.parametrize("overrides,order", [([], "on_arrival"),
+                                             (["collective.order=in_order"], "in_order")])
+def test_the_dependency_rule_reaches_every_rank_the_layouts_and_the_model(overrides, order):
+    """The paper's rule by default; the spec's collective.order picks the other."""
+    from emulator.model.from_plan import model_inputs
+    plan = compile(load(TABLE1, AT_2000 + overrides), "baseline", 1)
+    assert {lay.order for lay in plan.layouts} == {order}
+    assert {r.order for h in plan.hosts.values() for r in h.ranks} == {order}
+    assert {j.order for j in model_inputs(plan).jobs} == {order}
+
+
 def test_stragglers_and_start_times_are_dilated_into_the_host_configs():
     spec = load(TABLE1, AT_2000 + ['perturbations=[{kind="straggler", host="h2", delay_us=25.0}]',
                          "jobs.0.start_ms=0.5", "jobs.0.compute_gap_us=10"])

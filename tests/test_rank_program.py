@@ -22,6 +22,8 @@ class FakeNet:
         self.events = []             # (time, seq, dst ip, flow, message, on_complete)
         self.seq = 0
         self.programs = {}
+        self.hold = {}               # (sender ip, wire step) -> extra seconds in flight
+        self.sent = []               # (sender ip, wire step, time posted)
 
     def nic(self, ip):
         net = self
@@ -29,9 +31,10 @@ class FakeNet:
         class Nic:
             def send(self, peer, job, channel, step, data, on_complete=None):
                 net.seq += 1
+                net.sent.append((ip, step, net.now))
                 flow = SimpleNamespace(job=job, channel=channel, step=step, peer=ip)
-                heapq.heappush(net.events, (net.now + len(data) * 8 / RATE_BPS, net.seq, peer,
-                                            flow, bytes(data), on_complete))
+                t = net.now + len(data) * 8 / RATE_BPS + net.hold.get((ip, step), 0.0)
+                heapq.heappush(net.events, (t, net.seq, peer, flow, bytes(data), on_complete))
         return Nic()
 
     def run(self, until_s=1e4):

@@ -244,6 +244,8 @@ BAD = [
     ("profile-unknown", [("profile", "hpcx")], (), ["profile = 'hpcx'", "allowed: hpcc"]),
     ("congestion-flag-unknown", [("transport.congestion_flag", "becn")], (),
      ["transport.congestion_flag = 'becn'", "allowed: cnp, ack"]),
+    ("order-unknown", [("collective.order", "fifo")], (),
+     ["collective.order = 'fifo'", "allowed: on_arrival, in_order"]),
     ("k-negative", [("symphony.k", -0.001)], (), ["symphony.k = -0.001", "must be >= 0"]),
     ("tau-above-1", [("symphony.tau", 1.25)], (), ["symphony.tau = 1.25", "must be in [0, 1]"]),
     ("t-win-0", [("symphony.t_win_us", 0)], (), ["symphony.t_win_us = 0.0", "must be > 0"]),

@@ -28,6 +28,7 @@ from emulator.analysis import metrics, split, verdict
 from emulator.plan.layout import JobLayout, collective_bytes, theoretical_cct_s
 from emulator.schemes import SCHEMES
 from emulator.rundir import RunFolder, run_folders
+from hosts.collectives.order import IN_ORDER, ON_ARRIVAL
 from hosts.scale import Scale
 
 def analyze_run(rundir: str) -> dict:
@@ -35,9 +36,12 @@ def analyze_run(rundir: str) -> dict:
     man, meas = run.manifest, run.measurements
     verdict.fill_agent_fidelity(run, meas)
     rate, mtu = man["link_rate_bps"], man["mtu_bytes"]
+    # A manifest without a job's "order" is from before the rule was a choice: its ranks
+    # applied receives in step order.
     lays = [JobLayout(**{**x, "hosts": tuple(x["hosts"]),
                          "rings": tuple(tuple(r) for r in x["rings"]),
-                         "grid": tuple(tuple(r) for r in x["grid"]) if x["grid"] else None})
+                         "grid": tuple(tuple(r) for r in x["grid"]) if x["grid"] else None,
+                         "order": x.get("order", IN_ORDER)})
             for x in man["layouts"]]
     flows = run.flows()
     colls = metrics.collective_times(run.host_records("collective"))
@@ -111,7 +115,7 @@ def analyze_run(rundir: str) -> dict:
     fid["perturbation_effects"] = list(meas.get("perturbation_effects", []))
     backend = man.get("backend", "emulation")
     out = {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir,
-           "backend": backend, "jobs": jobs_out, "transport": transport, "fidelity": fid}
+           "backend": backend, "order": sorted({lay.order for lay in lays}), "jobs": jobs_out, "transport": transport, "fidelity": fid}
     if backend == "emulation" and (jobs_out or messages) and run.done:
         out["split"] = split.replay(rundir, man, lays)
         verdict.judge_emulation_error(fid, (out["split"] or {}).get("emulation_error_x"))
@@ -142,6 +146,7 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     good = [r for r in runs if r["fidelity"]["faithful"]]
     man = folders[0].manifest
     summary = {"name": man["name"], "backend": man.get("backend", "emulation"),
+               "order": sorted({o for r in runs for o in r["order"]}),
                "spec": man["spec"], "scale": man["scale"],
                "link_rate_bps": man["link_rate_bps"], "runs": runs,
                "comparison": compare(good), "seeds": compare_seeds(good),
@@ -333,6 +338,17 @@ def print_messages(summary: dict) -> None:
               "the run's recorded path, max-min / the lagging step first; ms)")
 
 
+def order_text(orders) -> str:
+    """The dependency rule(s) the runs ran, in words (hosts.collectives.order)."""
+    words = {ON_ARRIVAL: "on_arrival (the paper's: step s is sent once step s-1 has arrived)",
+             IN_ORDER: "in_order (step s waits for steps 0..s-1, all)"}
+    if not orders:
+        return "-"
+    if len(orders) > 1:
+        return "MIXED: " + ", ".join(orders) + " (runs of both rules compared together)"
+    return words.get(orders[0], orders[0])
+
+
 def print_tables(summary: dict, dilation: float) -> None:
     """nccl-tests-style lines per collective, then a scheme comparison."""
     scale = Scale(dilation)
@@ -340,6 +356,7 @@ def print_tables(summary: dict, dilation: float) -> None:
         print_messages(summary)
         print_verdicts(summary)
         return
+    print(f"# dependency rule: {order_text(summary.get('order', []))}")
     print("#  scheme   seed job pass       size  count   type redop    time(ms)  theo(ms) "
           " ratio   algbw(GB/s) busbw(GB/s) #wrong")
     print("#                                 (B)                    emulated            "

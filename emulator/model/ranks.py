@@ -5,11 +5,12 @@ A :class:`JobInput` is one job as the model needs it: what an ``emulator.plan``
 adapter). A :class:`RankProgram` follows ``hosts.rank.RankProgram`` / ``Collective``
 rule for rule:
 
-* Dependency rule (the Symphony paper's §2.1): a rank posts step 0's send when its
-  collective starts; it posts step s's send once it has fully received and applied step
-  s-1 (a straggler: ``step_delay_s`` later, for every step but the first); it never
-  waits for its own sends. Receives are applied in step order; one that arrives early
-  (a later step, or a later pass from a faster peer) waits until its turn.
+* Dependency rule, the job's ``order`` (:mod:`hosts.collectives.order`, the same
+  ``StepOrder`` the ranks run): a rank posts step 0's send when its collective starts;
+  under ``on_arrival`` (the Symphony paper's §2.1) it posts step s's send once it has
+  fully received step s-1, under ``in_order`` once steps 0..s-1 have all arrived (a
+  straggler: ``step_delay_s`` later, for every step but the first); it never waits for
+  its own sends. An arrival of a later pass (from a faster peer) waits for its pass.
 * A collective ends when its last step is applied (its own last sends may still be in
   flight or, for a straggler, not posted yet).
 * Passes run back to back, ``compute_gap_s`` after the previous one ended; a training
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from hosts.collectives import collective
+from hosts.collectives.order import DEFAULT_ORDER, StepOrder, check_order, dependencies
 
 ALIGN_BYTES = 4        # hosts.rank's buffers are float32: chunks are multiples of 4 bytes
 
@@ -52,8 +54,10 @@ class JobInput:
     program: tuple | None = None
     after_job: int = 0
     step_delay_s: Mapping[str, float] = field(default_factory=dict)
+    order: str = DEFAULT_ORDER       # the dependency rule (hosts.collectives.order)
 
     def __post_init__(self):
+        check_order(self.order)
         if len(set(self.hosts)) != len(self.hosts) or len(self.hosts) < 2:
             raise ValueError(f"job {self.job}: needs >= 2 distinct hosts, got {self.hosts}")
         if not self.sizes():
@@ -68,7 +72,8 @@ class JobInput:
                    grid=tuple(tuple(r) for r in lay.grid) if lay.grid else None,
                    passes=lay.passes, compute_gap_s=lay.compute_gap_s, start_s=lay.start_s,
                    program=tuple(tuple(c) for c in lay.program) if lay.program else None,
-                   after_job=lay.after_job, step_delay_s=dict(step_delay_s or {}))
+                   after_job=lay.after_job, step_delay_s=dict(step_delay_s or {}),
+                   order=lay.order)
 
     def group(self, rank: int) -> tuple:
         """What the rank's schedule is built over: the grid, or the ring holding it."""
@@ -102,14 +107,14 @@ class RankProgram:
         group = job.group(rank)
         self.schedules = {n: collective(job.algorithm).schedule(group, rank, n, ALIGN_BYTES)
                           for n in set(self.sizes)}
+        self.deps = {n: dependencies(s, job.order) for n, s in self.schedules.items()}
         # hosts.rank's steps_per_collective (the layout's ``steps``): the same for every size
         self.steps_per_collective = len(self.schedule(0).steps)
         self.channel = job.channel_base(rank)
         self.delay_s = job.step_delay_s.get(self.host, 0.0)
         self.current: int | None = None      # pass index under way
         self.finished = 0
-        self.next_apply = 0
-        self.arrived: set[int] = set()       # step indices of the current pass
+        self.track: StepOrder | None = None  # the current pass's receives and sends
         self.early: list[tuple[int, int]] = []   # (pass, step index) not started yet
         self.deferred = 0                    # straggler sends not posted yet
         self.start_s = 0.0
@@ -133,7 +138,7 @@ class RankProgram:
     def start_at(self, t_s: float) -> None:
         p = self.finished
         self.current, self.start_s = p, t_s
-        self.next_apply, self.arrived = 0, set()
+        self.track = StepOrder(self.deps[self.sizes[p]])
         self.send(self, p, 0, t_s)
         early = [e for e in self.early if e[0] == p]
         self.early = [e for e in self.early if e[0] != p]
@@ -146,19 +151,15 @@ class RankProgram:
         if pass_index != self.current:
             self.early.append((pass_index, i))
             return
-        self.arrived.add(i)
-        steps = self.schedule(pass_index).steps
-        while self.next_apply in self.arrived:
-            self.arrived.discard(self.next_apply)
-            self.next_apply += 1
-            if self.next_apply < len(steps):
-                if self.delay_s > 0:
-                    self.deferred += 1
-                    self.timer(t_s + self.delay_s,
-                               lambda t, p=pass_index, j=self.next_apply: self._deferred(p, j, t))
-                else:
-                    self.send(self, pass_index, self.next_apply, t_s)
-        if self.next_apply == len(steps):
+        _, due = self.track.arrive(i)
+        for j in due:
+            if self.delay_s > 0:
+                self.deferred += 1
+                self.timer(t_s + self.delay_s,
+                           lambda t, p=pass_index, j=j: self._deferred(p, j, t))
+            else:
+                self.send(self, pass_index, j, t_s)
+        if self.track.done:
             self._end(t_s)
 
     def _deferred(self, pass_index: int, i: int, t_s: float) -> None:

@@ -112,7 +112,7 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
                      t.underlay_gbps * 1e9)
     agents = {name: agent_config(spec, sc, sch.hook_at_start(bool(late)), seed, name)
               for name in wiring.switch_names(t)}
-    lays = tuple(job_layout(j, t, sc.time_s) for j in spec.jobs)
+    lays = tuple(job_layout(j, t, sc.time_s, spec.collective.order) for j in spec.jobs)
     hosts = (_message_hosts(spec, sc, rate, seed) if spec.messages
              else _rank_hosts(spec, sc, rate, lays, seed))
     timed = _timed(spec, sc, sch, rate)
@@ -194,7 +194,7 @@ def _rank_hosts(spec: Spec, sc: Scale, rate: float, lays, seed: int) -> dict[str
                 channel=0 if lay.grid else ring_idx, rank_ips=rank_ips, nbytes=lay.nbytes,
                 passes=lay.passes, steps_per_collective=lay.steps, seed=seed,
                 compute_gap_s=lay.compute_gap_s, start_s=lay.start_s, after_job=lay.after_job,
-                step_delay_s=delays.get(host, 0.0), program=lay.program))
+                step_delay_s=delays.get(host, 0.0), program=lay.program, order=lay.order))
     return {h: _host(spec, sc, rate, h, seed, ranks=tuple(rs)) for h, rs in ranks.items()}
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from emulator import rings as ring_layouts, workloads
 from hosts import wire
 from hosts.collectives import collective, grid_of
+from hosts.collectives.order import DEFAULT_ORDER
 
 if TYPE_CHECKING:
     from emulator.spec import JobSpec, TopologySpec
@@ -32,6 +33,7 @@ class JobLayout:
     # emulator.workloads.program); None: ``passes`` collectives of ``nbytes``.
     program: tuple | None = None
     after_job: int = 0     # starts, rank by rank, after this job (see JobSpec)
+    order: str = DEFAULT_ORDER   # the dependency rule (hosts.collectives.order)
 
     @property
     def bus_factor(self) -> float:
@@ -50,8 +52,9 @@ class JobLayout:
                                                    self.nbytes if nbytes is None else nbytes)
 
 
-def layout(job: JobSpec, topo: TopologySpec, time_s) -> JobLayout:
-    """``time_s`` converts a real-scale duration in seconds to emulated seconds."""
+def layout(job: JobSpec, topo: TopologySpec, time_s, order: str = DEFAULT_ORDER) -> JobLayout:
+    """``time_s`` converts a real-scale duration in seconds to emulated seconds; ``order``
+    is the run's dependency rule (the spec's ``collective.order``)."""
     hosts = topo.host_names if job.hosts == ("all",) else list(job.hosts)
     hosts = sorted(hosts, key=lambda h: int(h[1:]))
     n = len(hosts)
@@ -76,7 +79,7 @@ def layout(job: JobSpec, topo: TopologySpec, time_s) -> JobLayout:
     steps = algo.n_steps(group)
     return JobLayout(job.id, job.algorithm, tuple(hosts), rings, grid, nbytes, steps,
                      passes, time_s(job.compute_gap_us * 1e-6), time_s(job.start_ms * 1e-3),
-                     ring_size, program, job.after_job)
+                     ring_size, program, job.after_job, order)
 
 
 def collective_bytes(lay: JobLayout, index: int) -> int:

@@ -8,7 +8,8 @@ copies it (``op="copy"``). The transport does not know which algorithm it carrie
 
 Dependency rule (the Symphony paper's, §2.1): a rank starts step s as soon as it has fully
 received, and applied, step s-1; it never waits for its own earlier sends. That is how
-flows of different steps come to overlap on a link.
+flows of different steps come to overlap on a link. :mod:`hosts.collectives.order` owns
+the rule (and the ``in_order`` alternative).
 
 Pure: no sockets, no clocks, no numpy. Regions and chunks are byte ranges of the rank's
 buffer.
@@ -17,6 +18,8 @@ buffer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from hosts.collectives.order import DEFAULT_ORDER, StepOrder, dependencies
 
 OPS = ("reduce", "copy")
 
@@ -77,51 +80,62 @@ def ring_phase(pos: int, n: int, chunks: list, first_step: int, ring_index: int,
     return steps
 
 
-def simulate(schedules: dict[int, Schedule], inputs: dict[int, list]) -> dict[int, list]:
+def simulate(schedules: dict[int, Schedule], inputs: dict[int, list],
+             order: str = DEFAULT_ORDER, rng=None) -> dict[int, list]:
     """Execute schedules on Python lists of numbers (one element per byte-range unit) under
-    the dependency rule, for tests: returns each rank's final buffer.
+    the dependency rule ``order`` (:mod:`hosts.collectives.order`), for tests: returns
+    each rank's final buffer.
 
     A message is matched as ``hosts.rank`` matches a flow: by its sender, receiver, group
-    index (the channel) and step. A rank posts step i's send (a snapshot of its buffer)
-    when it starts step i and applies step i's receive only once it has applied step i-1,
-    so the result does not depend on the order in which messages arrive; this
-    deterministic order is one of them.
+    index (the channel) and step. A rank posts a step's send (a snapshot of its buffer)
+    when the rule says it is due, and applies a receive when the rule lets it. Messages
+    in flight are delivered oldest first, or in an order drawn from ``rng`` (a
+    ``random.Random``): under either rule the result must not depend on it.
     Raises ``RuntimeError`` when ranks deadlock (a message sent to the wrong peer, group or
     step leaves a receive unmatched, so it shows as one) or when a message's size is not
     what its receiver expects.
     """
     bufs = {r: list(v) for r, v in inputs.items()}
-    pos = {r: 0 for r in schedules}            # next step index per rank
-    sent = {r: -1 for r in schedules}          # highest step index whose send is posted
-    inflight = {}                              # (sender, receiver, ring, step) -> data
-    progress = True
-    while progress:
-        progress = False
-        for r, sch in schedules.items():
-            i = pos[r]
-            if i >= len(sch.steps):
-                continue
-            st = sch.steps[i]
-            group = sch.rings[st.ring]
-            if sent[r] < i:
-                o, n = st.send_range
-                inflight[(r, group[st.send_to], st.ring, st.step)] = bufs[r][o:o + n]
-                sent[r] = i
-                progress = True
-            key_in = (group[st.recv_from], r, st.ring, st.step)
-            if key_in in inflight:
-                data = inflight.pop(key_in)
-                o, n = st.recv_range
-                if len(data) != n:
-                    raise RuntimeError(f"rank {r} step {st.step}: got {len(data)} units "
-                                       f"from rank {key_in[0]}, expected {n}")
-                if st.op == "reduce":
-                    bufs[r][o:o + n] = [a + b for a, b in zip(bufs[r][o:o + n], data)]
-                else:
-                    bufs[r][o:o + n] = data
-                pos[r] += 1
-                progress = True
-    stuck = {r: pos[r] for r, s in schedules.items() if pos[r] < len(s.steps)}
+    tracks = {r: StepOrder(dependencies(sch, order)) for r, sch in schedules.items()}
+    expect = {r: {(sch.rings[st.ring][st.recv_from], st.ring, st.step): i
+                  for i, st in enumerate(sch.steps)} for r, sch in schedules.items()}
+    got: dict[int, dict[int, list]] = {r: {} for r in schedules}
+    inflight: list[tuple] = []                 # (receiver, (sender, ring, step), data)
+
+    def post(r: int, i: int) -> None:
+        st = schedules[r].steps[i]
+        o, n = st.send_range
+        inflight.append((schedules[r].rings[st.ring][st.send_to], (r, st.ring, st.step),
+                         bufs[r][o:o + n]))
+
+    for r, sch in schedules.items():
+        if sch.steps:
+            post(r, 0)
+    while True:
+        deliverable = [m for m in inflight if m[1] in expect.get(m[0], {})]
+        if not deliverable:
+            break
+        msg = deliverable[rng.randrange(len(deliverable))] if rng is not None else deliverable[0]
+        inflight.remove(msg)
+        r, key, data = msg
+        i = expect[r].pop(key)
+        st = schedules[r].steps[i]
+        if len(data) != st.recv_range[1]:
+            raise RuntimeError(f"rank {r} step {st.step}: got {len(data)} units "
+                               f"from rank {key[0]}, expected {st.recv_range[1]}")
+        got[r][i] = data
+        apply, due = tracks[r].arrive(i)
+        for j in apply:
+            st = schedules[r].steps[j]
+            o, n = st.recv_range
+            data = got[r].pop(j)
+            if st.op == "reduce":
+                bufs[r][o:o + n] = [a + b for a, b in zip(bufs[r][o:o + n], data)]
+            else:
+                bufs[r][o:o + n] = data
+        for j in due:
+            post(r, j)
+    stuck = {r: sum(t.applied) for r, t in tracks.items() if not t.done}
     if stuck:
         raise RuntimeError(f"schedules deadlocked at steps {stuck}")
     return bufs
