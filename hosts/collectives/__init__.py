@@ -14,8 +14,9 @@ grid, a tuple of rows of rank ids):
 * ``members(group)``, ``n_chunks(group)``, ``group_of(rings, grid, rank)`` — for a job's
   layout.
 
-Every schedule follows the Symphony paper's dependency rule (§2.1): a rank starts step s
-once step s-1 has fully arrived and been applied, and never waits for its own sends.
+Every schedule runs under the run's dependency rule (:mod:`hosts.collectives.order`; the
+Symphony paper's, §2.1, by default): a rank starts step s once step s-1 has fully arrived
+and been applied, and never waits for its own sends.
 
 Modules: :mod:`~hosts.collectives.schedule` (steps, chunks, the reference executor),
 :mod:`~hosts.collectives.ring`, :mod:`~hosts.collectives.ring2d`,

@@ -21,12 +21,14 @@ MPICH's code also runs the reduce-scatter the other way round (distance doubling
 halving); any order of the log2 N bits is a valid butterfly, this one is the paper's.
 
 Each step is one message to one peer (``send_to == recv_from``, the partner's position;
-group 0), under the same dependency rule as a ring (the Symphony paper's §2.1): a rank
-starts step s once step s-1 has fully arrived and been applied, never waiting for its own
-sends. No deadlock: every step pairs the ranks up, so once every rank has applied step
-s-1 every rank has sent, and will receive, step s. No mixed data: a message is matched by
-its sender and step, and what it carries was read after everything before its step had
-been applied (:func:`hosts.collectives.schedule.simulate` checks both).
+group 0), under the run's dependency rule (:mod:`hosts.collectives.order`): a rank
+starts step s once step s-1 has fully arrived and been applied, and -- since step s
+sends what steps 0..s-1 reduced -- once every earlier receive that wrote into its range
+has been; it never waits for its own sends. No deadlock: every step pairs the ranks up,
+so once every rank has applied step s-1 every rank has sent, and will receive, step s.
+No mixed data: a message is matched by its sender and step, and what it carries was read
+after everything it sums had been applied (:func:`hosts.collectives.schedule.simulate`
+checks both, in any delivery order).
 """
 
 from __future__ import annotations
