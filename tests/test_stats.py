@@ -1,0 +1,63 @@
+"""emulator.analysis.stats: paired comparisons with intervals, on numbers checked by hand."""
+
+import pytest
+
+from emulator.analysis.stats import correlation, median_interval, paired
+
+
+def test_the_median_interval_is_the_order_statistics_the_sign_test_gives():
+    """n = 10: [x_(2), x_(9)], coverage 1 - 2 (1 + 10) / 1024; n = 20: [x_(6), x_(15)]."""
+    lo, hi, cov = median_interval(range(1, 11))
+    assert (lo, hi) == (2, 9) and cov == pytest.approx(1 - 22 / 1024)
+    lo, hi, cov = median_interval(range(1, 21))
+    assert (lo, hi) == (6, 15) and cov == pytest.approx(0.9586, abs=1e-4)
+
+
+def test_six_pairs_are_the_fewest_with_a_95_percent_interval():
+    assert median_interval([1, 2, 3, 4, 5]) is None
+    lo, hi, cov = median_interval([6, 1, 5, 2, 4, 3])
+    assert (lo, hi) == (1, 6) and cov == pytest.approx(1 - 2 / 64)
+
+
+def test_a_clear_gain_over_ten_seeds_is_lower_with_every_number_a_reader_checks():
+    a = [10.0] * 10
+    b = [8.0, 8.5, 9.0, 7.5, 8.2, 9.5, 8.8, 7.9, 8.1, 10.5]      # one pair worse
+    p = paired(a, b)
+    assert p.n == 10 and p.lower == 9
+    assert p.median == pytest.approx(-0.1650)
+    assert p.median_ci == pytest.approx((-0.21, -0.05))         # d_(2), d_(9)
+    assert p.verdict == "lower"
+    assert p.sign_p == pytest.approx(22 / 1024)
+    assert p.wilcoxon_p < 0.01
+    assert p.mean_ci[0] < p.mean < p.mean_ci[1] < 0
+    assert p.text("faster", "slower").endswith("faster in 9 of 10: faster")
+
+
+def test_three_seeds_never_decide_and_say_so():
+    p = paired([10, 10, 10], [7, 8, 9])
+    assert p.median_ci is None and p.verdict == "undecided"
+    assert "too few seeds for a 95 % interval: 3 pairs, 6 needed" in p.text()
+    assert p.sign_p == pytest.approx(0.25)                       # 3 of 3 at best
+
+
+def test_a_split_result_is_undecided():
+    p = paired([10] * 8, [9, 11, 9, 11, 9, 11, 9, 11])
+    assert p.verdict == "undecided" and p.median_ci[0] < 0 < p.median_ci[1]
+
+
+def test_the_same_data_give_the_same_bootstrap_interval():
+    a, b = [5, 6, 7, 8, 9, 10], [5.5, 5.9, 7.7, 8.4, 9.1, 12]
+    assert paired(a, b).mean_ci == paired(a, b).mean_ci
+
+
+def test_bad_input_is_refused_naming_the_problem():
+    with pytest.raises(ValueError, match="equally long"):
+        paired([1, 2], [1])
+    with pytest.raises(ValueError, match="finite and A's > 0"):
+        paired([0, 1], [1, 1])
+
+
+def test_correlation_says_whether_pairing_helps():
+    assert correlation([1, 2, 3, 4], [2, 4, 6, 8]) == pytest.approx(1.0)
+    assert correlation([1, 2, 3, 4], [8, 6, 4, 2]) == pytest.approx(-1.0)
+    assert correlation([1, 1, 1], [1, 2, 3]) is None
