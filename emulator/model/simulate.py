@@ -41,7 +41,7 @@ from emulator.model.records import (INF, Background, Flow, FlowKey, LinkEvent, M
                                     ModelResult, background_record, flow_records)
 from emulator.model.topology import Fabric
 from hosts import wire
-from hosts.nic import flow_sport
+from hosts.flows import flow_sport
 
 from emulator.plan.layout import JobLayout, wire_bytes
 
@@ -82,16 +82,27 @@ def simulate(fabric: Fabric, jobs: Sequence[JobInput | JobLayout], *, scheme: st
     jobs = [j if isinstance(j, JobInput) else JobInput.from_layout(j) for j in jobs]
     if not post_delay_s >= 0:
         raise ValueError(f"post_delay_s must be >= 0, got {post_delay_s}")
-    run = _Run(fabric, scheme, granularity, _salt(rng), mtu_bytes, per_step_sport, paths,
+    run = _Run(fabric, scheme, granularity, salt_of(rng), mtu_bytes, per_step_sport, paths,
                post_delay_s)
     return run.run(jobs, background, link_events, messages)
+
+
+def ecmp_choice(salt: int, key: str):
+    """``pick(switch, hops)``: the equal-cost hop a flow of ``key`` (its 5-tuple as
+    "src_ip/dst_ip/sport") takes at ``switch``, a keyed hash salted by the run
+    (independent per switch: the module's docstring says what that assumes)."""
+    def pick(switch, hops):
+        h = hashlib.blake2b(f"{salt}/{key}/{switch}".encode(), digest_size=8)
+        return hops[int.from_bytes(h.digest(), "big") * len(hops) >> 64]
+    return pick
 
 
 def _seq_of(f: Flow) -> int:
     return f.seq
 
 
-def _salt(rng) -> int:
+def salt_of(rng) -> int:
+    """The 64-bit salt of the ECMP hash a run draws from ``rng`` (see :func:`simulate`)."""
     if rng is None or isinstance(rng, int):
         return random.Random(rng or 0).getrandbits(64)
     if hasattr(rng, "getrandbits"):
@@ -298,12 +309,7 @@ class _Run:
         if given is not None and not any(frozenset(ln) in self.down
                                          for ln in zip(given, given[1:])):
             return given
-        salt = self.salt
-
-        def pick(switch, hops):
-            h = hashlib.blake2b(f"{salt}/{f.ecmp_key}/{switch}".encode(), digest_size=8)
-            return hops[int.from_bytes(h.digest(), "big") * len(hops) >> 64]
-        return self.fab.route(f.src, f.dst, pick, self.down)
+        return self.fab.route(f.src, f.dst, ecmp_choice(self.salt, f.ecmp_key), self.down)
 
     def _place(self, f: Flow, path, fresh: bool = False) -> None:
         """Put ``f`` on ``path`` (None: black-holed), off its old one."""

@@ -1,0 +1,93 @@
+"""A NIC's flows: one message of one (job, channel, step) between two hosts, one QP with
+PSNs from 0 -- the state a sender and a receiver keep, the UDP source port that is its
+ECMP entropy, and the telemetry record each writes when it ends (``send_flow``,
+``recv_flow``: docs/architecture.md §5.5). Pure: no socket, no clock.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from hosts import wire
+from hosts.cc import CongestionControl
+from hosts.gbn import GbnReceiver, GbnSender
+
+SPORT_BASE = 49152
+SPORT_SPAN = 16384
+WIRE_EXTRA_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES + 14  # IP + UDP + Ethernet
+
+
+def flow_sport(job: int, channel: int, step: int, sender_ip: str, per_step: bool = True,
+               seed: int = 0) -> int:
+    """UDP source port of a flow: a hash of (job, channel, step, sender) in the dynamic
+    range, or of (job, channel, sender) with ``per_step=False`` (a long-lived connection).
+    ``seed`` (the run's) salts it: the kernel's ECMP hash key is fixed for the machine's
+    uptime, so without it every run and seed would take the very same paths."""
+    key = f"{job}/{channel}/{step if per_step else '-'}/{sender_ip}"
+    key = (key if not seed else f"{key}/{seed}").encode()
+    return SPORT_BASE + zlib.crc32(key) % SPORT_SPAN
+
+
+@dataclass
+class SendFlow:
+    key: tuple                  # (peer_ip, pkey, dqpn)
+    job: int
+    channel: int
+    step: int
+    peer: str
+    sport: int
+    data: memoryview
+    frames_hdr: tuple            # (pkey, dqpn)
+    gbn: GbnSender
+    cc: CongestionControl
+    port: object                 # the subclass's handle of the flow's sending port
+    start_s: float
+    on_complete: Callable | None
+    t_next_s: float = 0.0
+    end_s: float | None = None
+    bytes_sent: int = 0
+    rate_samples: list = field(default_factory=list)
+    t_sample_s: float = 0.0
+    addr: tuple = ()             # (peer, 4791): sendto's destination
+    icrc_seeds: dict = field(default_factory=dict)   # frame length -> wire.icrc_seed
+
+
+@dataclass
+class RecvFlow:
+    key: tuple
+    job: int
+    channel: int
+    step: int
+    peer: str
+    gbn: GbnReceiver
+    start_s: float
+    message: bytearray = field(default_factory=bytearray)   # delivered bytes, in order
+    nbytes: int = 0
+    ce: int = 0
+    cnps: int = 0
+    end_s: float | None = None
+    goodput_samples: list = field(default_factory=list)
+    t_sample_s: float = 0.0
+
+
+def send_record(f: SendFlow, ip: str) -> dict:
+    """The ``send_flow`` record of a sender that finished (or is given up)."""
+    g = f.gbn
+    return {"type": "send_flow", "job": f.job, "channel": f.channel, "step": f.step,
+            "src": ip, "dst": f.peer, "sport": f.sport, "bytes": len(f.data),
+        "packets": g.n_packets, "start_s": f.start_s, "end_s": f.end_s,
+        "retransmits": g.retransmits, "timeouts": g.timeouts, "naks": g.naks,
+        "cnps": f.cc.cnps, "cuts": f.cc.cuts, "final_rate_bps": f.cc.rate_bps,
+        "rate_samples": f.rate_samples}
+
+
+def recv_record(f: RecvFlow, ip: str) -> dict:
+    """The ``recv_flow`` record of a message delivered."""
+    g = f.gbn
+    return {"type": "recv_flow", "job": f.job, "channel": f.channel, "step": f.step,
+        "src": f.peer, "dst": ip, "bytes": f.nbytes, "start_s": f.start_s,
+        "end_s": f.end_s, "ce": f.ce, "cnps_sent": f.cnps, "naks_sent": g.naks_sent,
+        "duplicates": g.duplicates, "out_of_order": g.out_of_order,
+        "goodput_samples": f.goodput_samples}
