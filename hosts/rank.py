@@ -252,16 +252,18 @@ class RankHost:
     """One host's ranks on its NIC, served by ``hosts.group``'s loop: set up (schedules,
     expected results) in ``__init__``, before the ready barrier, so no rank starts late
     because its Python started slowly; then :meth:`start` at t = 0 and :meth:`service`
-    whenever the host's time comes or its socket has something."""
+    whenever the host's time comes or its socket has something. ``nic_class``: the
+    emulator's socket NIC, or the simulator's (``emulator.sim``), with ``nic_args``."""
 
-    def __init__(self, cfg: HostConfig, nic_args: dict, say, clock=time.monotonic):
+    def __init__(self, cfg: HostConfig, nic_args: dict, say, clock=time.monotonic,
+                 nic_class=Nic):
         self.cfg, self.say, self.clock = cfg, say, clock
         self.tele = Telemetry(cfg.telemetry_path)
         self.applied = 0
         self.programs: list[RankProgram] = []
         self.changed = True              # a delivery may have started or ended a pass
         self.t_event = 0.0               # the programs' next timed event (deferred send, pass)
-        self.nic = Nic(cfg.ip, cfg.line_rate_bps, cfg.cc, cfg.transport,
+        self.nic = nic_class(cfg.ip, cfg.line_rate_bps, cfg.cc, cfg.transport,
                        on_message=self._on_message, telemetry=self.tele, clock=clock,
                        **nic_args)
         self._ready = [RankProgram(self.nic, r, 0.0, self.tele, self._progress)

@@ -35,7 +35,6 @@ import argparse
 import json
 import math
 import os
-import random
 import resource
 import select
 import signal
@@ -54,7 +53,7 @@ from switch_agent.control import (MAX_DATAGRAM_BYTES, SYMPHONY_KEYS, CommandErro
                                   parse_command)
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
-from switch_agent.symphony import SymphonyTracker, WindowRecord
+from switch_agent.symphony import WindowRecord
 from hosts import sched
 from hosts.netns import Namespace
 from hosts.telemetry import Telemetry
@@ -84,10 +83,7 @@ class Agent:
             ports[self.ns.run(socket.if_nametoindex, name)] = Port(
                 name, EgressQueue(p.rate_bps, p.buffer_bytes, p.burst_bytes),
                 trace=[] if cfg.trace_arrivals else None, shared_buffer=p.shared_buffer)
-        self.pipeline = SwitchPipeline(ports, cfg.red, SymphonyTracker(cfg.symphony),
-                                       random.Random(cfg.seed).random, scheme=cfg.scheme,
-                                       tracking=cfg.symphony.tracking,
-                                       drop_fraction=cfg.drop_fraction, on_window=self._window)
+        self.pipeline = SwitchPipeline.from_config(cfg, ports, on_window=self._window)
         self.fidelity = {ifindex: PortFidelity(cfg.ports[p.name].rate_bps)
                          for ifindex, p in ports.items()}
         self.kernel: KernelQueues | None = None

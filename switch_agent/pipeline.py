@@ -25,6 +25,7 @@ as the verdict: ``None`` (accept unchanged), ``b""`` (drop) or the rewritten pac
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -93,6 +94,14 @@ class SwitchPipeline:
         self._job_marks: dict[int, list[int]] = {}
         self._on_window = on_window
         tracker.on_window = self._window_closed
+
+    @classmethod
+    def from_config(cls, cfg, ports: dict[int, Port], on_window=None) -> "SwitchPipeline":
+        """The pipeline an ``AgentConfig`` describes, on ``ports`` (the NFQUEUE agent's,
+        keyed by interface index; the simulator's, by its own index)."""
+        return cls(ports, cfg.red, SymphonyTracker(cfg.symphony), random.Random(cfg.seed).random,
+                   scheme=cfg.scheme, tracking=cfg.symphony.tracking,
+                   drop_fraction=cfg.drop_fraction, on_window=on_window)
 
     @property
     def symphony_enabled(self) -> bool:

@@ -195,7 +195,25 @@ def _cmd_run(args) -> int:
               file=sys.stderr)
         return 2
     seeds = list(range(1, args.seeds + 1)) if args.seeds else list(spec.run.seeds)
-    if not _fits("run", spec, schemes[0], seeds[0], args.force_size):
+    sim = args.backend == "sim"
+    if not sim and os.geteuid() != 0:
+        print("symphony-emu run: needs root (network namespaces, iptables); "
+              "--backend sim does not", file=sys.stderr)
+        return 2
+    if sim and (args.pcap or args.servers):
+        print(f"symphony-emu run: --{'pcap' if args.pcap else 'servers'} is for the "
+              "emulation; --backend sim has no packets to capture or servers to use",
+              file=sys.stderr)
+        return 2
+    if sim:
+        from emulator.sim.run import SimError, check as sim_check
+        from emulator import plan as planning
+        try:
+            sim_check(spec, planning.compile(spec, schemes[0], seeds[0]))
+        except SimError as e:
+            print(f"symphony-emu run: {e}", file=sys.stderr)
+            return 2
+    elif not _fits("run", spec, schemes[0], seeds[0], args.force_size):
         return 2
     from emulator.launch import capture
     from emulator.spec import switch_names
@@ -215,10 +233,16 @@ def _cmd_run(args) -> int:
     os.makedirs(out, exist_ok=True)
     print(f"symphony-emu run: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} seed(s) "
           f"-> {out}")
-    print(f"symphony-emu run: {_layout(spec)}")
+    print(f"symphony-emu run: {'simulated (virtual time)' if sim else _layout(spec)}")
     for scheme in schemes:
         for seed in seeds:
             rundir = os.path.join(out, f"{scheme}-seed{seed}")
+            if sim:
+                from emulator.sim.run import run_sim
+                m = run_sim(spec, scheme, seed, rundir)["sim"]
+                print(f"{scheme} seed {seed}: simulated {m['end_s']:.2f} s in "
+                      f"{m['wall_s']:.1f} s ({m['data_packets']} data packets)", flush=True)
+                continue
             runner.run_one(spec, scheme, seed, rundir, _progress_printer(f"{scheme} seed {seed}"),
                            pcap=pcap)
             if sys.stdout.isatty():
@@ -318,6 +342,15 @@ def _cmd_sweep(args) -> int:
         return 2
     for label, spec in specs:
         _print_warnings("sweep", spec)
+        if args.backend == "sim":
+            from emulator import plan as planning
+            from emulator.sim.run import SimError, check as sim_check
+            try:
+                sim_check(spec, planning.compile(spec, (args.scheme or spec.run.schemes)[0],
+                                                 spec.run.seeds[0]))
+            except SimError as e:
+                print(f"symphony-emu sweep: {label}: {e}", file=sys.stderr)
+                return 2
         if args.backend == "emulation" and not _fits(
                 "sweep", spec, (args.scheme or spec.run.schemes)[0], spec.run.seeds[0],
                 args.force_size, f" ({label})"):

@@ -56,8 +56,11 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     _formats(r)
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a spec value, e.g. --set symphony.k=0.001 (repeatable)")
+    r.add_argument("--backend", choices=("emulation", "sim"), default="emulation",
+                   help="emulation (default, root: the real data path) or sim: the same "
+                        "protocol code on a virtual clock (no root, seconds; emulator.sim)")
     _emulating(r)
-    r.set_defaults(func=run["run"], needs_root=True)
+    r.set_defaults(func=run["run"], needs_root=False)      # emulation checks it itself
     sw = sub.add_parser("sweep", help="run a spec over its [[variants]] and/or --param grids, "
                                       "resumable, into one table")
     sw.add_argument("spec")
@@ -70,9 +73,10 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
                     help="only these of the spec's [[variants]] (repeatable)")
     sw.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a spec value for every point (repeatable)")
-    sw.add_argument("--backend", choices=("emulation", "fluid"), default="emulation",
-                    help="emulation (default, root) or fluid: the flow-level model, "
-                         "schemes baseline, ideal-priority, pq (no root, seconds)")
+    sw.add_argument("--backend", choices=("emulation", "sim", "fluid"), default="emulation",
+                    help="emulation (default, root); sim: the same protocol code on a "
+                         "virtual clock (no root); fluid: the flow-level model, schemes "
+                         "baseline, ideal-priority, pq (no root, seconds)")
     sw.add_argument("--no-plots", action="store_true", help="tables only")
     _emulating(sw)
     sw.set_defaults(func=run["sweep"], needs_root=False)       # emulation checks it itself

@@ -57,8 +57,9 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
               schemes: list[str] | None, seeds: list[int] | None, progress=None,
               only: list[str] | None = None, backend: str = "emulation",
               plots: bool = True) -> list[dict]:
-    """``backend``: ``emulation`` (the fabric; schemes baseline, symphony, pq) or ``fluid``
-    (the flow-level model, ``emulator.launch.predict``; schemes baseline,
+    """``backend``: ``emulation`` (the fabric; schemes baseline, symphony, pq), ``sim``
+    (the same protocol code on a virtual clock, ``emulator.sim``; the same schemes) or
+    ``fluid`` (the flow-level model, ``emulator.launch.predict``; schemes baseline,
     ideal-priority, pq, all by default)."""
     from emulator.launch import predict
     if backend == "fluid" and not schemes:
@@ -79,6 +80,11 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
                     continue
                 if backend == "fluid":
                     predict.predict_one(spec, scheme, seed, rundir)
+                    continue
+                if backend == "sim":
+                    from emulator.sim.run import run_sim
+                    run_sim(spec, scheme, seed, rundir)
+                    print(f"{label} {scheme} seed {seed}: simulated", flush=True)
                     continue
                 print(f"{label} {scheme} seed {seed}: running", flush=True)
                 runner.run_one(spec, scheme, seed, rundir,

@@ -1,0 +1,228 @@
+"""The simulated network: a discrete-event loop on a virtual clock that moves real packets
+(IPv4/UDP/RoCEv2 bytes, as the emulator's hosts send them) between the same host and
+switch code the emulator runs.
+
+* **Hosts** (:class:`SimNic`): ``hosts.nic_core.NicCore`` -- the NIC scheduler, go-back-N,
+  congestion control, the notification point -- with a door to this network instead of
+  sockets. What runs above it (``hosts.rank``'s programs) is unchanged.
+* **Switches**: one ``switch_agent.pipeline.SwitchPipeline`` each, handed every packet
+  with its egress port and the time, as the NFQUEUE shell hands it, and its verdict
+  applied (drop, or the rewritten packet: CE, the pq class).
+* **Ports**: each directed link is its sending node's egress port, a FIFO served at the
+  link's rate (two strict-priority classes where the scheme is pq: DSCP
+  ``PQ_HIGH_DSCP`` first), drop-tail at the port's buffer per class, as the emulator's
+  HTB/FIFO qdiscs are. A packet occupies the port for its wire size (IP + 14 bytes of
+  Ethernet, what HTB charges) and reaches the far end the moment the port starts
+  sending it: the emulator's HTB-shaped veth hands a dequeued frame over at once (no
+  store-and-forward delay per hop, no propagation delay), which is also what the
+  lockstep bound assumes (``emulator.plan.layout.theoretical_cct_s``).
+* **Routing**: per packet by the fabric's next hops; among equal-cost hops the model's
+  seeded keyed hash of the 5-tuple (``emulator.model.simulate.ecmp_choice``, as
+  ``predict`` draws paths), or a given path per flow (an emulated run's recorded paths).
+
+Pure: the clock is this loop's; every random draw comes from seeds handed in.
+"""
+
+from __future__ import annotations
+
+import heapq
+import socket
+from collections import deque
+from typing import Callable
+
+from hosts import wire
+from hosts.flows import WIRE_EXTRA_BYTES
+from hosts.nic_core import NicCore
+from switch_agent.pipeline import PQ_HIGH_DSCP
+
+IP_UDP_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES
+L2_BYTES = WIRE_EXTRA_BYTES - IP_UDP_BYTES          # Ethernet, as HTB charges it
+
+
+class Loop:
+    """The virtual clock and its event heap: ``at(t, fn)`` calls ``fn(t)`` then."""
+
+    def __init__(self):
+        self.now = 0.0
+        self._heap: list = []
+        self._seq = 0
+        self.events = 0
+
+    def at(self, t_s: float, fn: Callable[[float], None]) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t_s if t_s > self.now else self.now, self._seq, fn))
+
+    def run(self, until_s: float, done: Callable[[], bool]) -> bool:
+        """Run events up to ``until_s``; True when ``done()`` held (checked as events run)."""
+        heap = self._heap
+        while heap:
+            t, _, fn = heap[0]
+            if t > until_s:
+                self.now = until_s
+                return done()
+            heapq.heappop(heap)
+            self.now = t
+            self.events += 1
+            fn(t)
+            if done():
+                return True
+        return done()
+
+
+class OutPort:
+    """One egress port: a FIFO (two strict classes for pq) served at ``rate_bps``, each
+    class drop-tail at ``buffer_bytes``; ``deliver(pkt, t)`` at the far end."""
+
+    __slots__ = ("name", "rate_bps", "buffer_bytes", "classes", "queued", "busy", "loop",
+                 "deliver", "drops", "sent", "max_q_bytes")
+
+    def __init__(self, name: str, rate_bps: float, buffer_bytes: int, loop: Loop,
+                 deliver: Callable, classes: int = 1):
+        self.name, self.rate_bps, self.buffer_bytes = name, rate_bps, buffer_bytes
+        self.classes = [deque() for _ in range(classes)]
+        self.queued = [0] * classes          # bytes waiting per class (not in service)
+        self.busy = False
+        self.loop, self.deliver = loop, deliver
+        self.drops = 0
+        self.sent = 0
+        self.max_q_bytes = 0
+
+    def offer(self, pkt: bytes, now: float) -> None:
+        c = 0 if len(self.classes) == 1 or pkt[1] >> 2 == PQ_HIGH_DSCP else 1
+        size = len(pkt) + L2_BYTES
+        if self.queued[c] + size > self.buffer_bytes:
+            self.drops += 1
+            return
+        self.classes[c].append(pkt)
+        self.queued[c] += size
+        q = sum(self.queued)
+        if q > self.max_q_bytes:
+            self.max_q_bytes = q
+        if not self.busy:
+            self._next(now)
+
+    def set_rate(self, rate_bps: float) -> None:
+        """From the next packet on (the one in service keeps its time)."""
+        self.rate_bps = rate_bps
+
+    def _next(self, now: float) -> None:
+        for c, q in enumerate(self.classes):
+            if q:
+                pkt = q.popleft()
+                size = len(pkt) + L2_BYTES
+                self.queued[c] -= size
+                self.busy = True
+                self.sent += 1
+                self.loop.at(now + size * 8 / self.rate_bps, self._next)
+                self.deliver(pkt, now)
+                return
+        self.busy = False
+
+
+class SimNic(NicCore):
+    """A host's NIC on the simulated network: its doors hand whole IPv4/UDP packets to
+    the host's uplink port; arrivals come back through :meth:`arrive`."""
+
+    def __init__(self, *args, network: "Network", **kw):
+        super().__init__(*args, **kw)
+        self.network = network
+        self.uplink: OutPort | None = None
+
+    def _open_port(self, sport: int) -> int:
+        return sport
+
+    def _close_port(self, port) -> None:
+        pass
+
+    def _tx_data(self, port: int, frame, addr: tuple) -> bool:
+        self.uplink.offer(wire.build_ip_packet(self.ip, addr[0], port, bytes(frame)),
+                          self.network.loop.now)
+        return True
+
+    def _tx_control(self, frame: bytes, dst: str) -> bool:
+        self.uplink.offer(wire.build_ip_packet(self.ip, dst, wire.ROCE_UDP_PORT, frame,
+                                               ecn=wire.ECN_NOT_ECT), self.network.loop.now)
+        return True
+
+    def arrive(self, pkt: bytes, now: float) -> None:
+        sport = (pkt[20] << 8) | pkt[21]
+        self.on_datagram(memoryview(pkt)[IP_UDP_BYTES:], socket.inet_ntoa(pkt[12:16]), sport,
+                         pkt[1], now)
+
+
+class Network:
+    """Hosts and switches of one ``emulator.model.topology.Fabric`` on one :class:`Loop`.
+
+    ``pipelines[switch]``: the switch's ``SwitchPipeline``, keyed by port index (its
+    ``ports`` are built here: one per link, named as the emulator names interfaces by
+    ``port_name(switch, neighbor)``). ``choose(src_ip, dst_ip, sport) -> pick`` gives the
+    ECMP choice of a 5-tuple (``pick(switch, hops)``); ``paths[(src_ip, dst_ip, sport)]``
+    a node path to follow instead, while it exists."""
+
+    def __init__(self, fabric, loop: Loop, buffer_bytes: int, port_name: Callable,
+                 choose: Callable, classes: int = 1, host_buffer_bytes: int = 1 << 30):
+        self.fab, self.loop, self.choose = fabric, loop, choose
+        self.nics: dict[str, SimNic] = {}           # host name -> NIC
+        self.on_arrival: dict[str, Callable] = {}   # host name -> after a packet arrived
+        self.pipelines: dict = {}
+        self.port_index: dict[tuple, int] = {}      # (switch, neighbor) -> pipeline's key
+        self.ports: dict[tuple, OutPort] = {}       # (node, neighbor) -> port
+        self.port_name = port_name
+        self.paths: dict[tuple, tuple] = {}
+        self.nominal_bps: dict[tuple, float] = {}    # a slowed port's rate before
+        self._next: dict[tuple, str] = {}           # (node, 5-tuple) -> next node
+        self.ip_host = dict(fabric.ip_host)
+        for (a, b), rate in fabric.capacity_bps.items():
+            host_side = a in fabric.host_leaf
+            self.ports[(a, b)] = OutPort(
+                port_name(a, b) if not host_side else f"{a}-eth0", rate,
+                host_buffer_bytes if host_side else buffer_bytes, loop,
+                lambda pkt, t, b=b, a=a: self._arrive(b, a, pkt, t),
+                1 if host_side else classes)
+            if not host_side:
+                self.port_index[(a, b)] = len([k for k in self.port_index if k[0] == a])
+
+    def attach(self, host: str, nic: SimNic, after: Callable[[float], None]) -> None:
+        nic.uplink = self.ports[(host, self.fab.host_leaf[host])]
+        self.nics[host] = nic
+        self.on_arrival[host] = after
+
+    def _arrive(self, node: str, prev: str, pkt: bytes, t: float) -> None:
+        nic = self.nics.get(node)
+        if nic is not None:
+            nic.arrive(pkt, t)
+            self.on_arrival[node](t)
+            return
+        dst = self.ip_host[socket.inet_ntoa(pkt[16:20])]
+        nxt = self._hop(node, dst, pkt)
+        if nxt is None:
+            return                                    # no route: black-holed
+        pipe = self.pipelines.get(node)
+        if pipe is not None:
+            verdict = pipe.handle(pkt, self.port_index[(node, nxt)], t)
+            if verdict is not None:
+                if not verdict:
+                    return                            # the agent dropped it
+                pkt = bytes(verdict)
+        self.ports[(node, nxt)].offer(pkt, t)
+
+    def _hop(self, node: str, dst: str, pkt: bytes) -> str | None:
+        key = (pkt[12:20], pkt[20:22])
+        cached = self._next.get((node, key))
+        if cached is not None:
+            return cached
+        src_ip, dst_ip = socket.inet_ntoa(pkt[12:16]), socket.inet_ntoa(pkt[16:20])
+        sport = (pkt[20] << 8) | pkt[21]
+        given = self.paths.get((src_ip, dst_ip, sport))
+        if given is not None and node in given:
+            nxt = given[given.index(node) + 1]
+        else:
+            hops = self.fab.next_hops[node].get(dst)
+            if not hops:
+                return None
+            nxt = hops[0] if len(hops) == 1 else self.choose(src_ip, dst_ip, sport)(node, hops)
+        self._next[(node, key)] = nxt
+        return nxt
+
+    def port_drops(self) -> int:
+        return sum(p.drops for p in self.ports.values())

@@ -1,0 +1,168 @@
+"""One simulated run: a spec's plan on :mod:`emulator.sim.network`, written as a run folder.
+
+What the plan holds and the simulator does as the emulator does: the fabric and its
+rates (``imbalance`` as a slower port from its time on), the jobs' rank programs and
+stragglers, ``loss`` (the switch's pipeline drops that fraction, as the agent does) and
+Symphony's late start. What it refuses, naming it (:class:`SimError`): plain
+``[[messages]]``, ``link_down`` and ``background`` traffic (not simulated yet).
+
+What the simulator leaves out, and every run's measurements say so (``not_modelled``):
+the hosts' processing time (a rank posts its next send the instant its cue arrives; the
+emulator's ranks take ~0.1-0.5 ms at D = 1000), the kernel's and the agents' delays
+(the emulator's per-hop NFQUEUE hold), and HTB's token bucket (a port here sends at
+exactly its rate from an empty queue).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import replace
+
+from emulator import perturbations as pt
+from emulator import plan as planning
+from emulator.model.from_plan import model_inputs
+from emulator.model.simulate import ecmp_choice, salt_of
+from emulator.rundir import RunFolder
+from emulator.sim.network import Loop, Network, SimNic
+from hosts.rank import RankHost
+from hosts.telemetry import Telemetry
+from switch_agent.pipeline import Port, SwitchPipeline
+from switch_agent.queue_model import EgressQueue
+from topologies import wiring
+
+NOT_MODELLED = (
+    "hosts' processing time: a rank posts its next send the instant its cue arrives",
+    "the kernel's and the switch agents' per-packet delays (the emulator's NFQUEUE hold)",
+    "HTB's token bucket: a port sends at exactly its rate, from an empty queue too",
+)
+
+
+class SimError(ValueError):
+    """A run the simulator cannot do; the message names what and why."""
+
+
+def check(spec, plan) -> None:
+    """Refuse what the simulator does not do, before anything is written."""
+    if spec.messages:
+        raise SimError(f"{spec.path}: [[messages]] are not simulated yet (backend sim runs "
+                       "[[jobs]]); run them with --backend emulation")
+    for e in plan.perturbations:
+        if isinstance(e.what, (pt.LinkDown, pt.Background)):
+            kind = "link_down" if isinstance(e.what, pt.LinkDown) else "background"
+            raise SimError(f"{spec.path}: perturbation {kind} is not simulated yet; run it "
+                           "with --backend emulation")
+
+
+def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None) -> dict:
+    """Simulate one (scheme, seed) run of ``spec`` into ``rundir``; returns its
+    measurements. ``paths``: {(src_ip, dst_ip, sport): node path} to follow instead of
+    the ECMP hash (an emulated run's recorded paths)."""
+    plan = planning.compile(spec, scheme, seed)
+    check(spec, plan)
+    folder = RunFolder(rundir)
+    folder.write_manifest(plan, spec, backend="sim")
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    loop = Loop()
+    fab = model_inputs(plan).fabric
+    f = plan.fabric
+    pods = f.pods > 1
+
+    def port_name(sw, nbr):
+        return wiring.port_toward(sw, nbr, f.per_leaf, f.leaves if pods else 0,
+                                  f.spines if pods else 0)
+
+    salt = salt_of(seed)
+    net = Network(fab, loop, f.buffer_bytes, port_name,
+                  lambda s, d, p: ecmp_choice(salt, f"{s}/{d}/{p}"),
+                  classes=2 if plan.scheme.port_qdisc == "pq" else 1)
+    net.paths = dict(paths or {})
+    agents_tele = {}
+    for sw, cfg in plan.agents.items():
+        tele = agents_tele[sw] = Telemetry(folder.file(f"{sw}.jsonl"))
+        ports = {i: Port(net.ports[key].name, EgressQueue(net.ports[key].rate_bps,
+                                                         f.buffer_bytes),
+                         shared_buffer=plan.scheme.port_qdisc == "pq")
+                 for key, i in net.port_index.items() if key[0] == sw}
+        net.pipelines[sw] = SwitchPipeline.from_config(
+            cfg, ports, on_window=lambda rec, r, s, tele=tele: tele.write(
+                {"type": "window", **_window(rec), "marks_red": r, "marks_symphony": s}))
+    hosts = {}
+    due: dict[str, float] = {}
+    ended: set = set()
+
+    def wake(name: str, t: float) -> None:
+        h = hosts[name]
+        nxt = h.service(t)
+        if h.finished:
+            ended.add(name)
+        if nxt < due.get(name, math.inf) or due.get(name, math.inf) <= t:
+            if math.isfinite(nxt):
+                due[name] = nxt
+                loop.at(nxt, lambda t2, name=name, when=nxt: _due(name, when, t2))
+
+    def _due(name: str, when: float, t: float) -> None:
+        if due.get(name) == when:
+            del due[name]
+            wake(name, t)
+
+    for name, cfg in sorted(plan.hosts.items()):
+        cfg = replace(cfg, telemetry_path=folder.file(f"{name}.jsonl"))
+        hosts[name] = RankHost(cfg, {"network": net}, lambda _msg: None,
+                               clock=lambda: loop.now, nic_class=SimNic)
+        net.attach(name, hosts[name].nic, lambda t, name=name: wake(name, t))
+    for e in plan.perturbations:
+        loop.at(e.t_s, lambda t, e=e: _perturb(net, e, t))
+    for name, h in hosts.items():
+        h.start(0.0)
+        wake(name, 0.0)
+    # a host ends when its last send is acknowledged or its last message arrives: both
+    # wake it (done() is checked after every event, so it must be cheap)
+    finished = loop.run(plan.timeout_s, lambda: len(ended) == len(hosts))
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    for h in hosts.values():
+        h.tele.close()
+    for sw, tele in agents_tele.items():
+        pipe = net.pipelines[sw]
+        tele.write({"type": "flow_ports", "switch": sw, "flows": [
+            [job, ch, step, _ip(ips[:4]), _ip(ips[4:]), port]
+            for (job, ch, step, ips), port in pipe.flow_ports.items()]})
+        tele.close()
+    data = sum(n.counters["data_tx"] for n in net.nics.values())
+    meas = {"backend": "sim", "t_start": 0.0, "timed_out": not finished, "host_exit": {},
+            "rank_summaries": {n: h.summary(not finished, {}) for n, h in hosts.items()},
+            "agents": {sw: {"counters": p.totals()["total"]}
+                       for sw, p in net.pipelines.items()},
+            "sim": {"end_s": loop.now, "events": loop.events, "data_packets": data,
+                    "port_drops": net.port_drops(), "wall_s": wall, "cpu_s": cpu,
+                    "cpu_us_per_data_packet": cpu / data * 1e6 if data else None},
+            "not_modelled": list(NOT_MODELLED), "wall_s": wall}
+    folder.write_measurements(meas)
+    return meas
+
+
+def _perturb(net: Network, e, t: float) -> None:
+    p = e.what
+    if isinstance(p, pt.Imbalance):
+        port = net.ports[(p.switch, p.toward)]
+        nominal = net.nominal_bps.setdefault((p.switch, p.toward), port.rate_bps)
+        port.set_rate(nominal if e.undo else p.rate_bps)
+        pipe = net.pipelines.get(p.switch)
+        if pipe is not None:
+            pipe.ports[net.port_index[(p.switch, p.toward)]].queue.set_rate(port.rate_bps, t)
+    elif isinstance(p, pt.Loss):
+        net.pipelines[p.switch].set_drop_fraction(0.0 if e.undo else p.fraction)
+    elif isinstance(p, pt.SymphonyOn):
+        for pipe in net.pipelines.values():
+            pipe.set_symphony(not e.undo)
+
+
+def _window(rec) -> dict:
+    r = rec._asdict()
+    r["t_s"] = r.pop("t_start_s")
+    return r
+
+
+def _ip(b: bytes) -> str:
+    return ".".join(str(x) for x in b)

@@ -1,0 +1,92 @@
+"""The simulation backend (emulator.sim): the emulator's own host and switch code on a
+virtual clock, without root. Each test is a whole run (a second or two) read back by the
+report as an emulated run is."""
+
+import json
+import os
+
+import pytest
+
+from emulator.analysis import report
+from emulator.cli import main as cli_main
+from emulator.sim.run import SimError, run_sim
+from emulator.spec import load
+from topologies.fabric import REPO_ROOT
+
+TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")
+FIG5 = os.path.join(REPO_ROOT, "runs", "fig5.toml")
+SMALL = ["jobs.0.chunk_bytes=65536", "jobs.0.passes=1"]
+
+
+def summarize(path):
+    return report.summarize(str(path), plots=False, exports=False)
+
+
+def test_static_routing_without_congestion_runs_at_the_lockstep_bound(tmp_path):
+    """Rail rings under static routing share no link: every step at line rate. A port
+    hands a frame on as it starts sending it (as the emulator's shaped veth does), so the
+    CCT is the bound within 0.5 % (a step's last frame lands as its last hop starts it:
+    a frame's time under the bound, 0.07 % here)."""
+    spec = load(TABLE1, ["topology.routing=static", "jobs.0.passes=2"])
+    run_sim(spec, "baseline", 1, str(tmp_path / "baseline-seed1"))
+    (r,) = summarize(tmp_path)["runs"]
+    assert r["backend"] == "sim" and r["fidelity"]["faithful"], r["fidelity"]
+    for c in r["jobs"][0]["collectives"]:
+        assert c["verified"] and abs(c["cct_ratio"] - 1) < 0.005, c
+
+
+def test_every_buffer_is_verified_and_symphony_marks_under_ecmp(tmp_path):
+    spec = load(FIG5, SMALL)
+    for scheme in ("baseline", "symphony"):
+        run_sim(spec, scheme, 3, str(tmp_path / f"{scheme}-seed3"))
+    s = summarize(tmp_path)
+    for r in s["runs"]:
+        assert all(c["verified"] for c in r["jobs"][0]["collectives"]), r["scheme"]
+        assert r["fidelity"]["faithful"], r["fidelity"]
+    meas = json.load(open(tmp_path / "symphony-seed3" / "measurements.json"))
+    marks = sum(a["counters"]["marks_symphony"] + a["counters"]["marks_both"]
+                for a in meas["agents"].values())
+    assert marks > 0
+    assert "hosts' processing time" in " ".join(meas["not_modelled"])
+
+
+def test_the_same_seed_twice_gives_the_same_run(tmp_path):
+    spec = load(FIG5, SMALL)
+    out = []
+    for k in range(2):
+        run_sim(spec, "symphony", 5, str(tmp_path / f"k{k}" / "symphony-seed5"))
+        r = summarize(tmp_path / f"k{k}")["runs"][0]
+        out.append([(c["cct_s"], c["start_s"]) for c in r["jobs"][0]["collectives"]])
+    assert out[0] == out[1]
+
+
+def test_a_lossy_switch_costs_retransmissions_but_every_byte_arrives(tmp_path):
+    spec = load(TABLE1, SMALL + ["topology.routing=static",
+                                 'perturbations=[{kind="loss", switch="spine0", '
+                                 'fraction=0.02}]'])
+    run_sim(spec, "baseline", 1, str(tmp_path / "baseline-seed1"))
+    (r,) = summarize(tmp_path)["runs"]
+    assert all(c["verified"] for c in r["jobs"][0]["collectives"])
+    assert r["transport"]["retransmits"] > 0 and r["transport"]["switch_drops"] > 0
+
+
+def test_what_the_sim_cannot_do_is_refused_naming_it(tmp_path, capsys):
+    spec = load(TABLE1, ['perturbations=[{kind="link_down", switch="leaf0", '
+                         'toward="spine0", at_ms=1.0}]'])
+    with pytest.raises(SimError, match="perturbation link_down is not simulated yet"):
+        run_sim(spec, "baseline", 1, str(tmp_path / "r"))
+    assert not os.path.exists(tmp_path / "r")
+    rc = cli_main(["run", TABLE1, "--backend", "sim", "--out", str(tmp_path / "o"),
+                   "--set", 'perturbations=[{kind="background", src="h0", dst="h5", '
+                   'rate_gbps=1.0, start_ms=0.0, duration_ms=5.0}]'])
+    assert rc == 2
+    assert "perturbation background is not simulated yet" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "o")
+
+
+def test_run_backend_sim_prints_the_comparison_without_root(tmp_path, capsys):
+    rc = cli_main(["run", FIG5, "--backend", "sim", "--seeds", "2", "--scheme", "symphony",
+                   "--no-plots", "--out", str(tmp_path), "--set", "jobs.0.chunk_bytes=65536"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "symphony seed 2: simulated" in out and "median CCT" in out
