@@ -90,3 +90,49 @@ def test_run_backend_sim_prints_the_comparison_without_root(tmp_path, capsys):
     assert rc == 0
     out = capsys.readouterr().out
     assert "symphony seed 2: simulated" in out and "median CCT" in out
+
+
+def test_a_twin_follows_the_paths_its_emulated_run_recorded(tmp_path, capsys):
+    """A run under static routing stands in for an emulated run (its manifest says so):
+    an ECMP run given its paths sends every data flow the same way (the agents record the
+    same egress port for each); without them it draws its own. ACKs and CNPs are not
+    recorded, so they take the hash's paths. A run set without that seed is refused."""
+    src = tmp_path / "emulated"
+    run_sim(load(FIG5, SMALL + ["topology.routing=static"]), "baseline", 4,
+            str(src / "baseline-seed4"))
+    man = json.load(open(src / "baseline-seed4" / "manifest.json"))
+    json.dump({**man, "backend": "emulation"}, open(src / "baseline-seed4" / "manifest.json", "w"))
+    ends = {}
+    for name, extra in (("twin", ["--paths", str(src)]), ("own", [])):
+        rc = cli_main(["run", FIG5, "--backend", "sim", "--scheme", "baseline", "--no-plots",
+                       "--set", "run.seeds=[4]", "--out", str(tmp_path / name), *extra]
+                      + [f"--set={s}" for s in SMALL])
+        assert rc == 0
+        ends[name] = summarize(tmp_path / name)["runs"][0]["jobs"][0]["jct_s"]
+    def ports(folder):
+        from emulator.rundir import RunFolder
+        run = RunFolder(str(folder / "baseline-seed4"))
+        return {(sw, *map(str, f)) for sw in ("leaf0", "leaf1", "leaf2", "leaf3", "spine0",
+                                              "spine1", "spine2", "spine3")
+                for r in run.agent_records(sw, "flow_ports") for f in r["flows"]}
+    assert ports(tmp_path / "twin") == ports(src) != ports(tmp_path / "own")
+    static = summarize(src)["runs"][0]["jobs"][0]["jct_s"]
+    assert ends["twin"] == pytest.approx(static, rel=0.05)
+    rc = cli_main(["run", FIG5, "--backend", "sim", "--seeds", "2", "--paths", str(src),
+                   "--out", str(tmp_path / "bad")])
+    assert rc == 2 and "no emulated run of seed 1 in it" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "bad")
+
+
+def test_a_sweep_simulates_its_runs_in_parallel_processes_and_resumes(tmp_path, capsys):
+    args = ["sweep", FIG5, "--backend", "sim", "--jobs", "2", "--seeds", "2", "--scheme",
+            "baseline", "--scheme", "symphony", "--param", "symphony.k=0.001,0.01",
+            "--set", "jobs.0.chunk_bytes=65536", "--no-plots", "--out", str(tmp_path)]
+    assert cli_main(args) == 0
+    out = capsys.readouterr().out
+    assert out.count(": simulated") == 8
+    rows = open(tmp_path / "sweep.csv").read().splitlines()
+    assert len(rows) == 1 + 8
+    assert cli_main(args) == 0                      # again: nothing to do
+    out = capsys.readouterr().out
+    assert ": simulated" not in out and out.count("done before, kept") == 8

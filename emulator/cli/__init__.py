@@ -205,11 +205,19 @@ def _cmd_run(args) -> int:
               "emulation; --backend sim has no packets to capture or servers to use",
               file=sys.stderr)
         return 2
+    if args.paths and not sim:
+        print("symphony-emu run: --paths is for --backend sim (a twin of an emulated run)",
+              file=sys.stderr)
+        return 2
+    given = {}
     if sim:
-        from emulator.sim.run import SimError, check as sim_check
+        from emulator.sim.run import SimError, check as sim_check, recorded_paths
         from emulator import plan as planning
         try:
             sim_check(spec, planning.compile(spec, schemes[0], seeds[0]))
+            if args.paths:
+                given = {(scheme, seed): recorded_paths(args.paths, spec, scheme, seed)
+                         for scheme in schemes for seed in seeds}
         except SimError as e:
             print(f"symphony-emu run: {e}", file=sys.stderr)
             return 2
@@ -239,7 +247,7 @@ def _cmd_run(args) -> int:
             rundir = os.path.join(out, f"{scheme}-seed{seed}")
             if sim:
                 from emulator.sim.run import run_sim
-                m = run_sim(spec, scheme, seed, rundir)["sim"]
+                m = run_sim(spec, scheme, seed, rundir, given.get((scheme, seed)))["sim"]
                 print(f"{scheme} seed {seed}: simulated {m['end_s']:.2f} s in "
                       f"{m['wall_s']:.1f} s ({m['data_packets']} data packets)", flush=True)
                 continue
@@ -361,7 +369,7 @@ def _cmd_sweep(args) -> int:
     seeds = list(range(1, args.seeds + 1)) if args.seeds else None
     rows = sweep.run_sweep(args.spec, out, args.param or [], _sets(args), args.scheme,
                            seeds, _progress_printer, args.variant, args.backend,
-                           not args.no_plots)
+                           not args.no_plots, args.jobs)
     return 1 if any(not r["faithful"] for r in rows) else 0
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from emulator.schemes import SCHEMES
 from topologies import wiring
@@ -59,6 +60,9 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     r.add_argument("--backend", choices=("emulation", "sim"), default="emulation",
                    help="emulation (default, root: the real data path) or sim: the same "
                         "protocol code on a virtual clock (no root, seconds; emulator.sim)")
+    r.add_argument("--paths", metavar="RUNSET",
+                   help="with --backend sim: each run follows the paths the emulated run of "
+                        "its seed in RUNSET (a `run --out` folder) recorded: its twin")
     _emulating(r)
     r.set_defaults(func=run["run"], needs_root=False)      # emulation checks it itself
     sw = sub.add_parser("sweep", help="run a spec over its [[variants]] and/or --param grids, "
@@ -77,6 +81,9 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
                     help="emulation (default, root); sim: the same protocol code on a "
                          "virtual clock (no root); fluid: the flow-level model, schemes "
                          "baseline, ideal-priority, pq (no root, seconds)")
+    sw.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
+                    help="with --backend sim: runs at once, each in its own process "
+                         "(default: this machine's CPUs)")
     sw.add_argument("--no-plots", action="store_true", help="tables only")
     _emulating(sw)
     sw.set_defaults(func=run["sweep"], needs_root=False)       # emulation checks it itself

@@ -53,14 +53,52 @@ def points(spec_path: str, params: list[str], base_overrides: list[str],
     return out
 
 
+def _runs(spec_path, out, pts, schemes, seeds):
+    """Each point's (label, spec, folder) with its runs' (name, scheme, seed, run folder,
+    done before?), the point's folder made."""
+    for label, overrides in pts:
+        spec = load(spec_path, overrides)
+        pdir = os.path.join(out, label.replace("/", "_"))
+        os.makedirs(pdir, exist_ok=True)
+        yield label, spec, pdir, [
+            (f"{label} {scheme} seed {seed}", scheme, seed, rundir, RunFolder(rundir).done)
+            for scheme in schemes or spec.run.schemes for seed in seeds or spec.run.seeds
+            for rundir in [os.path.join(pdir, f"{scheme}-seed{seed}")]]
+
+
+def _simulate_all(spec_path, out, pts, schemes, seeds, jobs: int) -> None:
+    """Every simulated run of the sweep not done before, ``jobs`` at a time (processes:
+    each run is one Python process's work), each printed as it ends."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from emulator.sim.run import run_sim
+    todo = []
+    for _, spec, _, runs in _runs(spec_path, out, pts, schemes, seeds):
+        for name, scheme, seed, rundir, done in runs:
+            if done:
+                print(f"{name}: done before, kept")
+            else:
+                todo.append((name, spec, scheme, seed, rundir))
+    if jobs <= 1:
+        for name, *task in todo:
+            run_sim(*task)
+            print(f"{name}: simulated", flush=True)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        running = {pool.submit(run_sim, *task): name for name, *task in todo}
+        for fut in as_completed(running):
+            fut.result()                      # a run that failed fails the sweep, named
+            print(f"{running[fut]}: simulated", flush=True)
+
+
 def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[str],
               schemes: list[str] | None, seeds: list[int] | None, progress=None,
               only: list[str] | None = None, backend: str = "emulation",
-              plots: bool = True) -> list[dict]:
+              plots: bool = True, jobs: int = 1) -> list[dict]:
     """``backend``: ``emulation`` (the fabric; schemes baseline, symphony, pq), ``sim``
     (the same protocol code on a virtual clock, ``emulator.sim``; the same schemes) or
     ``fluid`` (the flow-level model, ``emulator.launch.predict``; schemes baseline,
-    ideal-priority, pq, all by default)."""
+    ideal-priority, pq, all by default). ``jobs``: simulated runs in that many processes
+    at once (the emulation keeps one run at a time)."""
     from emulator.launch import predict
     if backend == "fluid" and not schemes:
         schemes = list(predict.MODEL_SCHEMES)
@@ -68,27 +106,20 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
     job_rows = []
     firsts = []
     pts = points(spec_path, params, base_overrides, only)
-    for label, overrides in pts:
-        spec = load(spec_path, overrides)
-        pdir = os.path.join(out, label.replace("/", "_"))
-        os.makedirs(pdir, exist_ok=True)
-        for scheme in schemes or spec.run.schemes:
-            for seed in seeds or spec.run.seeds:
-                rundir = os.path.join(pdir, f"{scheme}-seed{seed}")
-                if RunFolder(rundir).done:
-                    print(f"{label} {scheme} seed {seed}: done before, kept")
-                    continue
-                if backend == "fluid":
-                    predict.predict_one(spec, scheme, seed, rundir)
-                    continue
-                if backend == "sim":
-                    from emulator.sim.run import run_sim
-                    run_sim(spec, scheme, seed, rundir)
-                    print(f"{label} {scheme} seed {seed}: simulated", flush=True)
-                    continue
-                print(f"{label} {scheme} seed {seed}: running", flush=True)
+    if backend == "sim":
+        _simulate_all(spec_path, out, pts, schemes, seeds, jobs)
+    for label, spec, pdir, runs in _runs(spec_path, out, pts, schemes, seeds):
+        for name, scheme, seed, rundir, done in runs:
+            if backend == "sim":
+                continue                      # all run above, at once
+            if done:
+                print(f"{name}: done before, kept")
+            elif backend == "fluid":
+                predict.predict_one(spec, scheme, seed, rundir)
+            else:
+                print(f"{name}: running", flush=True)
                 runner.run_one(spec, scheme, seed, rundir,
-                               progress(f"{label} {scheme} seed {seed}") if progress else None)
+                               progress(name) if progress else None)
         summary = report.summarize(pdir, plots=plots)
         if summary["runs"]:
             firsts.append((label, summary["runs"][0], run_folders(pdir)[0].manifest))

@@ -26,6 +26,7 @@ from emulator.model.from_plan import model_inputs
 from emulator.model.simulate import ecmp_choice, salt_of
 from emulator.rundir import RunFolder
 from emulator.sim.network import Loop, Network, SimNic
+from hosts.flows import flow_sport
 from hosts.rank import RankHost
 from hosts.telemetry import Telemetry
 from switch_agent.pipeline import Port, SwitchPipeline
@@ -55,14 +56,49 @@ def check(spec, plan) -> None:
                            "with --backend emulation")
 
 
+def recorded_paths(run_set: str, spec, scheme: str, seed: int) -> dict:
+    """The node paths the emulated run of ``seed`` in the run set ``run_set`` recorded,
+    keyed as :class:`~emulator.sim.network.Network` follows them: (src IP, dst IP, UDP
+    source port). The run of the same scheme if there is one, else any scheme's of that
+    seed (a seed's paths are the same under every scheme). The agents record data flows
+    only: ACKs and CNPs take the simulator's own hash. SimError when there is none, it is
+    of another spec or fabric, or its agents recorded no paths."""
+    from emulator.analysis.split import recorded_paths as from_agents
+    from emulator.rundir import run_folders
+    if not os.path.isdir(run_set):
+        raise SimError(f"--paths {run_set}: no such folder (give an emulated run set, the "
+                       "--out of `symphony-emu run`)")
+    runs = [r for r in run_folders(run_set) if r.manifest.get("seed") == seed
+            and r.manifest.get("backend", "emulation") == "emulation"]
+    runs.sort(key=lambda r: r.manifest.get("scheme") != scheme)
+    if not runs:
+        raise SimError(f"--paths {run_set}: no emulated run of seed {seed} in it")
+    run = runs[0]
+    man = run.manifest
+    plan = planning.compile(spec, scheme, seed)
+    if man.get("name") != spec.name or man.get("path_hops") != plan.path_hops \
+            or man.get("link_rate_bps") != plan.link_rate_bps:
+        raise SimError(f"--paths {run.path}: a run of spec {man.get('name')!r} on another "
+                       f"fabric; this is {spec.name!r}")
+    got = from_agents(run, plan)
+    if not got:
+        raise SimError(f"--paths {run.path}: its agents recorded no paths (a run from "
+                       "before they did, or one that never started)")
+    ips = {h: c.ip for h, c in plan.hosts.items()}
+    tp = next(iter(plan.hosts.values())).transport
+    return {(src, dst, flow_sport(job, ch, step, src, tp.per_step_sport, tp.sport_seed)):
+            tuple(path) for (job, ch, step, src, dst), path in got.items()
+            if src in ips.values()}
+
+
 def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None) -> dict:
     """Simulate one (scheme, seed) run of ``spec`` into ``rundir``; returns its
     measurements. ``paths``: {(src_ip, dst_ip, sport): node path} to follow instead of
-    the ECMP hash (an emulated run's recorded paths)."""
+    the ECMP hash (:func:`recorded_paths`: an emulated run's)."""
     plan = planning.compile(spec, scheme, seed)
     check(spec, plan)
     folder = RunFolder(rundir)
-    folder.write_manifest(plan, spec, backend="sim")
+    folder.write_manifest(plan, spec, backend="sim", sim={"paths_given": len(paths or {})})
     wall0, cpu0 = time.perf_counter(), time.process_time()
     loop = Loop()
     fab = model_inputs(plan).fabric
