@@ -1,0 +1,70 @@
+"""How fast the simulation backend runs a spec, beside the emulator on the same seed
+(issue 29's goals: the main job's run in >= 20x less wall time than emulated at D = 1000,
+<= 50 µs of CPU per data packet all in).
+
+    .venv/bin/python benchmarks/sim_speed.py [--spec runs/table1.toml] [--seed 1]
+        [--scheme baseline] [--set KEY=VALUE ...] [--emulate]
+
+Prints, for the simulated run: data packets, events, virtual seconds, wall and CPU
+seconds, CPU µs per data packet (everything: hosts, ACKs, switches, the event loop and
+the verification of every buffer) and where the CPU went (cProfile's top functions, by
+own time). With ``--emulate`` (root) the same seed's emulated run is timed in the same
+sitting, and the ratio of their wall times printed (compare ratios measured in one
+sitting: this machine's speed drifts by tens of per cent between days).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from emulator.sim.run import run_sim  # noqa: E402
+from emulator.spec import load  # noqa: E402
+from topologies.fabric import REPO_ROOT  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spec", default=os.path.join(REPO_ROOT, "runs", "table1.toml"))
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scheme", default="baseline")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--emulate", action="store_true",
+                    help="also time the emulated run of the same seed (root)")
+    ap.add_argument("--top", type=int, default=12, help="profile lines to print")
+    args = ap.parse_args(argv)
+    spec = load(args.spec, args.set)
+    with tempfile.TemporaryDirectory(prefix="sim-speed-") as tmp:
+        m = run_sim(spec, args.scheme, args.seed, os.path.join(tmp, "sim"))["sim"]
+        print(f"{spec.name} {args.scheme} seed {args.seed}, simulated:")
+        print(f"  data packets {m['data_packets']}, events {m['events']}, "
+              f"virtual {m['end_s']:.3f} s, wall {m['wall_s']:.2f} s, CPU {m['cpu_s']:.2f} s, "
+              f"{m['cpu_us_per_data_packet']:.0f} µs CPU per data packet")
+        prof = cProfile.Profile()
+        prof.enable()
+        run_sim(spec, args.scheme, args.seed, os.path.join(tmp, "profiled"))
+        prof.disable()
+        print("where the CPU goes (the same run again, profiled):")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+        if args.emulate:
+            if os.geteuid() != 0:
+                print("--emulate needs root", file=sys.stderr)
+                return 2
+            from emulator.launch import runner
+            t0 = time.monotonic()
+            runner.run_one(spec, args.scheme, args.seed, os.path.join(tmp, "emu"))
+            wall = time.monotonic() - t0
+            print(f"emulated: wall {wall:.1f} s (set-up and teardown included); "
+                  f"emulated / simulated wall: {wall / m['wall_s']:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
