@@ -194,3 +194,23 @@ def test_static_emulation_error_is_judged_where_the_model_sees_only_host_delays(
     # a collision in the model: it is no reference for what the emulation added
     assert split.static_error_x([job([1.0024, 1.31, 1.0, 1.0], 2.6)]) is None
     assert split.static_error_x([], [{"routing_x": 1.0, "transport_x": 1.07}]) == 1.07
+
+
+def test_a_run_set_says_which_dependency_rule_it_ran_and_an_old_one_reads_as_in_order(
+        tmp_path, capsys):
+    """summary.json and the table's header name the rule; a manifest from before the rule
+    was a choice (no "order" in its layouts) is read as in_order, what it ran."""
+    for rule in ("in_order", "on_arrival"):
+        spec = load(FIG5, [f"collective.order={rule}"])
+        run_predict(spec, str(tmp_path / rule), ["baseline"], [1])
+        summary = report.summarize(str(tmp_path / rule), plots=False)
+        assert summary["order"] == [rule] and summary["runs"][0]["order"] == [rule]
+        report.print_tables(summary, spec.scale.dilation)
+        assert f"# dependency rule: {rule}" in capsys.readouterr().out
+    folder = RunFolder(str(tmp_path / "on_arrival" / "baseline-seed1"))
+    man = folder.manifest
+    for lay in man["layouts"]:
+        del lay["order"]
+    with open(folder.file("manifest.json"), "w") as f:
+        json.dump(man, f)
+    assert report.analyze_run(folder.path)["order"] == ["in_order"]
