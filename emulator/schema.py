@@ -138,6 +138,9 @@ quantities are the same at both scales. A complete spec with every key::
     [run]
     schemes = ["baseline", "symphony"]   # and "pq": strict priority for lagging flows
     seeds = [1]                      # or a count: seeds = 3 -> [1, 2, 3]
+    primary = "auto"                 # the metric the comparison is about, printed first:
+                                     # cct | jct | auto (cct when every job runs one
+                                     # collective, jct when one runs several)
     timeout_s = 600                  # per run, wall clock
 
 Every number's range is declared with its field (a :class:`Range`); reading a file into
@@ -158,6 +161,7 @@ from hosts.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS
 from switch_agent.config import K_MAX, T_WIN_S, RedParams, SymphonyParams
 from topologies import wiring
 
+PRIMARY_METRICS = ("auto", "cct", "jct")
 SCHEMES = tuple(SCHEME_REGISTRY)          # emulator.schemes: one object each
 PERTURBATIONS = ("imbalance", "background", "link_down", "straggler", "loss",
                  "symphony_late_start")
@@ -400,6 +404,7 @@ class MessageSpec:
 class RunSpec:
     schemes: tuple = ("baseline", "symphony")
     seeds: tuple = (1,)
+    primary: str = "auto"
     timeout_s: float = _num(600.0, 0, MAX_RUN_S, " s (wall clock, emulated)", open_lo=True)
 
 

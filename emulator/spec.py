@@ -33,7 +33,7 @@ from emulator.schema import (  # noqa: F401  (the schema is part of the spec API
     DCQCN_VARIANTS, CONGESTION_CONTROLS, MAX_RUN_S, MAX_SEED, MAX_BYTES_PER_RANK,
     MAX_PASSES, SpecError, Range, ScaleSpec, TopologySpec, SwitchSpec, SymphonySpec,
     DcqcnSpec, TransportSpec, CollectiveSpec, JobSpec, PerturbationSpec, PERTURBATION_KEYS,
-    MessageSpec,
+    MessageSpec, PRIMARY_METRICS,
     RunSpec, Spec, SECTIONS, TOP_KEYS)
 
 
@@ -277,7 +277,9 @@ def validate(raw: dict, path: str) -> Spec:
     _need(not bad, path, "run.seeds", seeds,
           f"seed {bad[0] if bad else ''} out of range: seeds are integers in 0..{MAX_SEED} "
           "(numpy's generators take no negative seed)")
-    run = RunSpec(tuple(schemes), tuple(seeds), run.timeout_s)
+    _need(run.primary in PRIMARY_METRICS, path, "run.primary", run.primary,
+          f"allowed: {', '.join(PRIMARY_METRICS)}")
+    run = RunSpec(tuple(schemes), tuple(seeds), run.primary, run.timeout_s)
 
     jobs_raw = raw.get("jobs", [])
     if "job_stream" in raw:

@@ -37,3 +37,53 @@ def test_a_run_without_any_completed_collective_is_not_a_seed(capsys):
     assert out["schemes"]["baseline"]["cct_s"]["n"] == 1
     report.print_seeds({"seeds": out})
     assert capsys.readouterr().out == ""                    # one seed each: nothing to say
+
+
+def _runs(n, base_cct, sym_cct, base_jct, sym_jct):
+    out = []
+    for k in range(n):
+        out.append({**_run("baseline", k + 1, [base_cct[k]], base_jct[k]),
+                    "jobs": [{"jct_s": base_jct[k], "max_step_overlap": 8,
+                              "collectives": [{"cct_s": base_cct[k]}]}]})
+        out.append({**_run("symphony", k + 1, [sym_cct[k]], sym_jct[k]),
+                    "jobs": [{"jct_s": sym_jct[k], "max_step_overlap": 4,
+                              "collectives": [{"cct_s": sym_cct[k]}]}]})
+    return out
+
+
+def test_the_evidence_pairs_every_metric_with_its_interval_primary_first(capsys):
+    """Ten seeds: Symphony 10 % faster per collective in 9 of 10, 20 % slower per job in
+    all 10, half the overlap. Each metric gets the distribution-free interval, the words a
+    reader needs, and the primary metric (JCT, several passes) comes first."""
+    base = [1.0] * 10
+    sym = [0.9] * 9 + [1.05]
+    runs = _runs(10, base, sym, [10.0] * 10, [12.0] * 10)
+    ev = report.evidence(runs, primary="jct")["symphony"]
+    assert list(ev) == ["jct", "cct", "max_overlap"]
+    assert ev["jct"]["verdict"] == "higher" and ev["jct"]["median"] == pytest.approx(0.2)
+    assert ev["cct"]["verdict"] == "lower" and ev["cct"]["lower"] == 9
+    assert ev["cct"]["median_ci"] == pytest.approx([-0.1, -0.1])
+    assert ev["max_overlap"]["median"] == pytest.approx(-0.5)
+    summary = {"seeds": report.compare_seeds(runs), "evidence": {"symphony": ev}}
+    report.print_seeds(summary)
+    out = capsys.readouterr().out
+    lines = [ln.strip() for ln in out.splitlines()]
+    i = next(i for i, ln in enumerate(lines) if ln.startswith("Symphony vs baseline"))
+    assert lines[i + 1].startswith("JCT (primary)") and lines[i + 1].endswith(
+        "faster in 0 of 10: slower")
+    assert "[-10.0%, -10.0%] (95 %, 10 pairs)" in lines[i + 2]
+    assert lines[i + 3].startswith("max step overlap") and "fewer in 10 of 10: fewer" in lines[i + 3]
+
+
+def test_three_seeds_are_never_called_a_result():
+    runs = _runs(3, [1.0] * 3, [0.8] * 3, [4.0] * 3, [3.0] * 3)
+    ev = report.evidence(runs)["symphony"]["cct"]
+    assert ev["median_ci"] is None and ev["verdict"] == "undecided" and ev["lower"] == 3
+
+
+@pytest.mark.parametrize("spec,want", [
+    ({"jobs": [{"passes": 1}]}, "cct"), ({"jobs": [{"passes": 4}]}, "jct"),
+    ({"jobs": [{"workload": "vgg16"}]}, "jct"),
+    ({"jobs": [{"passes": 4}], "run": {"primary": "cct"}}, "cct")])
+def test_the_primary_metric_follows_the_spec(spec, want):
+    assert report.primary_metric(spec) == want

@@ -244,6 +244,8 @@ BAD = [
     ("profile-unknown", [("profile", "hpcx")], (), ["profile = 'hpcx'", "allowed: hpcc"]),
     ("congestion-flag-unknown", [("transport.congestion_flag", "becn")], (),
      ["transport.congestion_flag = 'becn'", "allowed: cnp, ack"]),
+    ("primary-unknown", [("run.primary", "fct")], (),
+     ["run.primary = 'fct'", "allowed: auto, cct, jct"]),
     ("order-unknown", [("collective.order", "fifo")], (),
      ["collective.order = 'fifo'", "allowed: on_arrival, in_order"]),
     ("k-negative", [("symphony.k", -0.001)], (), ["symphony.k = -0.001", "must be >= 0"]),

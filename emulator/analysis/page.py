@@ -114,11 +114,18 @@ def set_page(out_dir: str, summary: dict) -> str:
             ["scheme", "seeds", "median of the seeds' median CCT (ms)", "P25", "P75"],
             [[s, x["cct_s"]["n"], _ms(x["cct_s"]["median"]), _ms(x["cct_s"]["p25"]),
               _ms(x["cct_s"]["p75"])] for s, x in seeds["schemes"].items()]))
-        if seeds.get("paired"):
-            body.append(_table(
-                ["vs baseline, paired by seed", "median", "P25", "P75", "faster in"],
-                [[s, f"{q['median']:+.1%}", f"{q['p25']:+.1%}", f"{q['p75']:+.1%}",
-                  f"{q['faster']} of {q['n']}"] for s, q in seeds["paired"].items()]))
+    ev = summary.get("evidence") or {}
+    if ev:
+        def ci(x):
+            return f"[{x[0]:+.1%}, {x[1]:+.1%}]" if x else "too few seeds (6 needed)"
+        body.append("<h2>Against the baseline, paired by seed</h2>" + _table(
+            ["scheme", "metric", "pairs", "median difference", "its 95 % interval",
+             "mean (bootstrap 95 %)", "Wilcoxon p", "lower in", "at 95 %"],
+            [[s, f"{m}{' (primary)' if e['primary'] else ''}", e["n"], f"{e['median']:+.1%}",
+              ci(e["median_ci"]), f"{e['mean']:+.1%} {ci(e['mean_ci']) if e['mean_ci'] else ''}",
+              f"{e['wilcoxon_p']:.2g}" if e["wilcoxon_p"] is not None else "-",
+              f"{e['lower']} of {e['n']}", e["verdict"]]
+             for s, metrics in ev.items() for m, e in metrics.items()]))
     body.append("<h2>Runs</h2>" + _table(
         ["run", "verdict", "reasons"],
         [[_link(os.path.relpath(os.path.join(r["rundir"], "index.html"), out_dir),

@@ -150,6 +150,8 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
                "spec": man["spec"], "scale": man["scale"],
                "link_rate_bps": man["link_rate_bps"], "runs": runs,
                "comparison": compare(good), "seeds": compare_seeds(good),
+               "primary": primary_metric(man["spec"]),
+               "evidence": evidence(good, primary_metric(man["spec"])),
                "per_job": compare_jobs(good),
                "split": compare_split(good),
                "excluded": [{"scheme": r["scheme"], "seed": r["seed"]}
@@ -189,12 +191,66 @@ def _quartiles(v: list[float]) -> dict:
             "p75": float(np.percentile(v, 75)), "n": len(v)}
 
 
+# What each compared metric is, per run: (name, words, the run's value from its jobs).
+METRICS = (
+    ("cct", "median CCT", lambda r: _median([c["cct_s"] for j in r["jobs"]
+                                             for c in j["collectives"] if c["cct_s"]])),
+    ("jct", "JCT", lambda r: _median([j["jct_s"] for j in r["jobs"] if j["jct_s"]])),
+    ("max_overlap", "max step overlap", lambda r: max(
+        (j["max_step_overlap"] for j in r["jobs"] if j["max_step_overlap"]), default=None)),
+)
+
+
+def _median(v):
+    return float(np.median(v)) if v else None
+
+
+def primary_metric(spec: dict) -> str:
+    """The metric a spec's comparison is about: its ``run.primary``, or with ``auto`` CCT
+    when every job runs one collective and JCT when one runs several (passes, a
+    training program)."""
+    chosen = (spec.get("run") or {}).get("primary", "auto")
+    if chosen != "auto":
+        return chosen
+    many = any(j.get("passes", 1) > 1 or j.get("workload") for j in spec.get("jobs", []))
+    return "jct" if many or spec.get("job_stream") else "cct"
+
+
+def evidence(runs: list[dict], primary: str = "cct") -> dict:
+    """Every other scheme against the baseline, paired by seed, per metric
+    (``emulator.analysis.stats.paired``: the median difference with its distribution-free
+    95 % interval, the mean's bootstrap interval, Wilcoxon and sign tests, a verdict),
+    the primary metric first; and how the paired values correlate (pairing by seed
+    narrows an interval only when they do)."""
+    from emulator.analysis.stats import correlation, paired
+    vals: dict = defaultdict(lambda: defaultdict(dict))   # metric -> scheme -> seed -> v
+    for r in runs:
+        for name, _, get in METRICS:
+            v = get(r)
+            if v:
+                vals[name][r["scheme"]][r["seed"]] = v
+    out: dict = {}
+    order = [primary] + [m for m, _, _ in METRICS if m != primary]
+    for name in order:
+        base = vals[name].get("baseline", {})
+        for s, seeds in vals[name].items():
+            common = sorted(set(seeds) & set(base))
+            if s == "baseline" or not common:
+                continue
+            a, b = [base[k] for k in common], [seeds[k] for k in common]
+            out.setdefault(s, {})[name] = {**paired(a, b).as_dict(), "seeds": common,
+                                           "primary": name == primary,
+                                           "correlation": correlation(a, b)}
+    return out
+
+
 def compare_seeds(runs: list[dict]) -> dict:
     """How the schemes compare across seeds: per scheme, the median, P25 and P75 over seeds
     of each seed's median CCT (and JCT: the median of its jobs'); per other scheme, the
     paired difference against the baseline of the same seed (its median CCT over the
-    baseline's, minus 1), with the same quartiles and the seeds in which it was faster.
-    A single run flips sign from seed to seed; this is the number to read."""
+    baseline's, minus 1), with the same quartiles and the seeds in which it was faster
+    (the intervals and tests are :func:`evidence`'s). A single run flips sign from seed
+    to seed; this is the number to read."""
     per: dict = defaultdict(dict)            # scheme -> seed -> (median CCT, JCT)
     for r in runs:
         ccts = [c["cct_s"] for j in r["jobs"] for c in j["collectives"] if c["cct_s"]]
@@ -230,10 +286,28 @@ def print_seeds(summary: dict) -> None:
         q = d["cct_s"]
         print(f"  {s:<{w}}{q['median'] * 1e3:>9.1f} ms  [{q['p25'] * 1e3:.1f}, "
               f"{q['p75'] * 1e3:.1f}]  ({q['n']} seeds)")
-    for s, q in seeds.get("paired", {}).items():
+    print_evidence(summary)
+
+
+def print_evidence(summary: dict, indent: str = "  ") -> None:
+    """Each scheme against the baseline, paired by seed, one line per metric (primary
+    first): what a reader may quote, with its interval and verdict."""
+    words = {m: w for m, w, _ in METRICS}
+    for s, metrics in (summary.get("evidence") or {}).items():
         name = "Symphony" if s == "symphony" else s
-        print(f"  {name} vs baseline, paired by seed: {q['median']:+.1%} "
-              f"[{q['p25']:+.1%}, {q['p75']:+.1%}], faster in {q['faster']} of {q['n']} seeds")
+        print(f"{indent}{name} vs baseline, paired by seed (median of the differences, its "
+              f"95 % interval; the mean's):")
+        for m, e in metrics.items():
+            label = f"{words[m]}{' (primary)' if e['primary'] else ''}"
+            lower, higher = ("fewer", "more") if m == "max_overlap" else ("faster", "slower")
+            print(f"{indent}  {label:<28}{_evidence_text(e, lower, higher)}")
+
+
+def _evidence_text(e: dict, lower: str, higher: str) -> str:
+    from emulator.analysis.stats import Paired
+    p = Paired.from_dict(e)
+    corr = f"; paired r = {e['correlation']:+.2f}" if e.get("correlation") is not None else ""
+    return p.text(lower, higher) + corr
 
 
 def compare_split(runs: list[dict]) -> dict:

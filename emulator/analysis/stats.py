@@ -67,6 +67,12 @@ class Paired:
     sign_p: float             # two-sided binomial p of ``lower`` of the non-tied pairs
     verdict: str              # lower | higher | undecided
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Paired":
+        """The inverse of :meth:`as_dict` (JSON's lists back into tuples)."""
+        return cls(**{f: tuple(d[f]) if isinstance(d[f], list) else d[f]
+                      for f in cls.__dataclass_fields__})
+
     def as_dict(self) -> dict:
         return {"n": self.n, "median": self.median, "median_ci": self.median_ci,
                 "coverage": self.coverage, "mean": self.mean, "mean_ci": self.mean_ci,

@@ -121,6 +121,9 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
                 runner.run_one(spec, scheme, seed, rundir,
                                progress(name) if progress else None)
         summary = report.summarize(pdir, plots=plots)
+        if summary.get("evidence"):
+            print(f"{label}:")
+            report.print_evidence(summary)
         if summary["runs"]:
             firsts.append((label, summary["runs"][0], run_folders(pdir)[0].manifest))
         for r in summary["runs"]:
