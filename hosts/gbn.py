@@ -98,8 +98,8 @@ class GbnSender:
         """Rewind to snd_una if data is out and for rto_s nothing was acknowledged or sent."""
         if self.done or self.snd_una >= self.high_water:
             return False
-        if now_s - self.last_progress_s < self.rto_s:
-            return False
+        if now_s < self.last_progress_s + self.rto_s:     # exactly timeout_at()'s sum: a
+            return False                                   # caller woken at that time fires
         self.timeouts += 1
         self.snd_nxt = self.snd_una
         self.last_progress_s = now_s
