@@ -31,7 +31,7 @@ from emulator.rundir import RunFolder, run_folders
 from hosts.collectives.order import IN_ORDER, ON_ARRIVAL
 from hosts.scale import Scale
 
-def analyze_run(rundir: str) -> dict:
+def analyze_run(rundir: str, twin: bool = True) -> dict:
     run = RunFolder(rundir)
     man, meas = run.manifest, run.measurements
     verdict.fill_agent_fidelity(run, meas)
@@ -117,7 +117,7 @@ def analyze_run(rundir: str) -> dict:
     out = {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir,
            "backend": backend, "order": sorted({lay.order for lay in lays}), "jobs": jobs_out, "transport": transport, "fidelity": fid}
     if backend == "emulation" and (jobs_out or messages) and run.done:
-        out["split"] = split.replay(rundir, man, lays)
+        out["split"] = split.replay(rundir, man, lays, twin)
         verdict.judge_emulation_error(fid, (out["split"] or {}).get("emulation_error_x"))
     if messages:
         out["messages"] = messages
@@ -132,13 +132,13 @@ def run_dirs(out_dir: str) -> list[str]:
 
 
 def summarize(out_dir: str, plots: bool = True, exports: bool = True,
-              fresh: bool = False) -> dict:
+              fresh: bool = False, twin: bool = True) -> dict:
     """Analyze every run folder in ``out_dir`` into ``summary.json`` (and, with
     ``exports``, each emulated run's tables and trace -- made again with ``fresh``, else
     kept when newer than the run --, ``nccl-tests.json`` and the ``index.html`` pages:
     ``emulator.analysis.export``, ``page``)."""
     folders = run_folders(out_dir)
-    runs = sorted((analyze_run(r.path) for r in folders),
+    runs = sorted((analyze_run(r.path, twin) for r in folders),
                   key=lambda r: (r["scheme"], r["seed"]))
     if not runs:
         raise FileNotFoundError(f"{out_dir}: no run folders (with manifest.json) found")
@@ -321,12 +321,13 @@ def compare_split(runs: list[dict]) -> dict:
         for j in (r.get("split") or {}).get("jobs", []):
             for c in j["collectives"]:
                 for k in ("routing_x", "transport_x", "ideal_gain", "bound_s", "fluid_s",
-                          "ideal_s", "emulated_s"):
+                          "ideal_s", "emulated_s", "sim_s", "emulation_x"):
                     if c.get(k) is not None:
                         by[r["scheme"]][k].append(c[k])
             jct = {"jct_bound_s": sum(c["bound_s"] for c in j["collectives"]),
                    "jct_fluid_s": j["fluid_jct_s"], "jct_ideal_s": j["ideal_jct_s"],
-                   "jct_emulated_s": j.get("emulated_jct_s") if done.get(j["job"]) else None}
+                   "jct_emulated_s": j.get("emulated_jct_s") if done.get(j["job"]) else None,
+                   "jct_sim_s": j.get("sim_jct_s")}
             lo_hi = j.get("fluid_jct_range_s")
             if lo_hi:
                 jct["jct_fluid_lo_s"], jct["jct_fluid_hi_s"] = lo_hi
@@ -483,8 +484,10 @@ def print_split(summary: dict) -> None:
         return
     print("\nwhere the time goes (medians per collective; model replayed on each run's own "
           "paths):")
+    twin = any("sim_s" in d for d in sp.values())
     print(f"{'scheme':<10}{'bound(ms)':>11}{'fluid(ms)':>11}{'ideal(ms)':>11}"
-          f"{'emulated(ms)':>14}{'routing x':>11}{'transport x':>13}{'ideal gain':>12}")
+          f"{'emulated(ms)':>14}{'routing x':>11}{'transport x':>13}{'ideal gain':>12}"
+          + (f"{'twin(ms)':>11}{'emulation x':>13}" if twin else ""))
     for s, d in sp.items():
         def ms(k):
             return f"{d[k] * 1e3:.1f}" if k in d else "-"
@@ -493,13 +496,18 @@ def print_split(summary: dict) -> None:
             return fmt.format(d[k]) if k in d else "-"
         print(f"{s:<10}{ms('bound_s'):>11}{ms('fluid_s'):>11}{ms('ideal_s'):>11}"
               f"{ms('emulated_s'):>14}{x('routing_x'):>11}{x('transport_x'):>13}"
-              f"{x('ideal_gain', '{:.1%}'):>12}")
+              f"{x('ideal_gain', '{:.1%}'):>12}"
+              + (f"{ms('sim_s'):>11}{x('emulation_x', '{:.3f}'):>13}" if twin else ""))
     for s, d in sp.items():
         if "jct_emulated_s" in d and "jct_fluid_s" in d:
             print(f"{s:<10} job (first collective's start to the last's end), medians: bound "
                   f"{d['jct_bound_s'] * 1e3:.1f} ms (back to back), model "
                   f"{d['jct_fluid_s'] * 1e3:.1f}, ideal-priority {d['jct_ideal_s'] * 1e3:.1f}, "
                   f"emulated {d['jct_emulated_s'] * 1e3:.1f}")
+            if "jct_sim_s" in d:
+                print(f"{'':<10} the same code simulated on the same paths (the run's twin, "
+                      f"emulator.sim): {d['jct_sim_s'] * 1e3:.1f} ms; emulated / twin "
+                      f"{d['jct_emulated_s'] / d['jct_sim_s']:.3f}: what emulating added")
             if "jct_fluid_lo_s" in d:
                 print(f"{'':<10} the model's job time under {split.TIMING_REPLICAS + 1} draws "
                       f"of the hosts' timing on the same paths: {d['jct_fluid_lo_s'] * 1e3:.1f}"

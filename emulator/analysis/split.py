@@ -82,9 +82,28 @@ def recorded_paths(run: RunFolder, plan) -> dict[tuple, list[str]]:
     return paths
 
 
-def replay(rundir: str, man: dict, lays) -> dict | None:
+TWIN = "twin"                 # a run's simulated twin, in this folder of the run's
+
+
+def _twin(run: RunFolder, spec, man: dict, paths: dict):
+    """The run simulated on its own recorded paths (``emulator.sim``), made once and kept
+    in ``<run>/twin/``: (its collective records, None), or (None, why there is none)."""
+    from emulator.sim.run import SimError, by_sport, run_sim
+    folder = RunFolder(run.file(TWIN))
+    if not folder.done:
+        plan = planning.compile(spec, man["scheme"], man["seed"])
+        try:
+            run_sim(spec, man["scheme"], man["seed"], folder.path, by_sport(plan, paths))
+        except SimError as e:
+            return None, str(e).split(": ", 1)[-1]
+    return metrics.collective_times(folder.host_records("collective")), None
+
+
+def replay(rundir: str, man: dict, lays, twin: bool = True) -> dict | None:
     """The split of one emulated run, or None when its agents recorded no paths (a run
-    from before they did) or its spec no longer validates."""
+    from before they did) or its spec no longer validates. With ``twin``, also the run
+    simulated on its own paths (``emulator.sim``): emulated / simulated is what the
+    emulation itself added to the same code on the same paths."""
     run = RunFolder(rundir)
     try:
         spec = validate(man["spec"], man.get("spec_path") or "manifest.json")
@@ -105,9 +124,10 @@ def replay(rundir: str, man: dict, lays) -> dict | None:
     fluid = {scheme: model(scheme, man["seed"]) for scheme in ("baseline", "ideal-priority")}
     timing = [model("baseline", random.Random(f"{man['seed']}/timing/{k}"))
               for k in range(TIMING_REPLICAS if plan.layouts and inp.post_delay_s else 0)]
+    sim, why_not = _twin(run, spec, man, paths) if twin else (None, "not asked")
     out = {"paths_recorded": len(paths), "flows": len(run.host_records("send_flow")),
-           "jobs": _job_splits(run, plan, fluid, timing),
-           "not_modelled": list(inp.not_modelled)}
+           "jobs": _job_splits(run, plan, fluid, timing, sim),
+           "not_modelled": list(inp.not_modelled), "twin": why_not or "simulated"}
     # Emulation error: under static routing, a job the model sees no congestion in should
     # take the model's time. Judged on the job's span, not per collective: a collective's
     # CCT spans all the job's rings, and their skew (each ring a few % off the bound,
@@ -134,7 +154,7 @@ def static_error_x(jobs: list[dict], messages: list[dict] = ()) -> float | None:
     return max(clean) if clean else None
 
 
-def _job_splits(run: RunFolder, plan, fluid: dict, timing=()) -> list[dict]:
+def _job_splits(run: RunFolder, plan, fluid: dict, timing=(), sim=None) -> list[dict]:
     colls = {s: metrics.collective_times(r.collectives) for s, r in fluid.items()}
     others = [metrics.collective_times(r.collectives) for r in timing]
     emulated = metrics.collective_times(run.host_records("collective"))
@@ -150,6 +170,11 @@ def _job_splits(run: RunFolder, plan, fluid: dict, timing=()) -> list[dict]:
             c = {"pass": p, "bound_s": bound, "fluid_s": f and f["cct_s"],
                  "ideal_s": i and i["cct_s"], "emulated_s": e and e["cct_s"]}
             c.update(_factors(c))
+            if sim is not None:
+                t = sim.get((lay.job, p))
+                c["sim_s"] = t and t["cct_s"]
+                c["emulation_x"] = (c["emulated_s"] / c["sim_s"]
+                                    if c["emulated_s"] and c["sim_s"] else None)
             out.append(c)
         # the job's span, the same way for all three: first collective's start to the
         # last one's end (a training job's compute before its first all-reduce is out)
@@ -161,7 +186,8 @@ def _job_splits(run: RunFolder, plan, fluid: dict, timing=()) -> list[dict]:
                      # the baseline's job time under other hosts' timing draws (min, max)
                      "fluid_jct_range_s": [min(spread), max(spread)] if spread else None,
                      "ideal_jct_s": _span(colls["ideal-priority"], lay.job),
-                     "emulated_jct_s": _span(emulated, lay.job)})
+                     "emulated_jct_s": _span(emulated, lay.job),
+                     "sim_jct_s": _span(sim, lay.job) if sim is not None else None})
     return jobs
 
 

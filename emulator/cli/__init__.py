@@ -452,7 +452,7 @@ def _cmd_report(args) -> int:
         print(f"symphony-emu report: {args.dir}: not a folder", file=sys.stderr)
         return 2
     try:
-        summary = report.summarize(args.dir, fresh=True)
+        summary = report.summarize(args.dir, fresh=True, twin=not args.no_twin)
     except FileNotFoundError as e:
         print(f"symphony-emu report: {e}", file=sys.stderr)
         return 2

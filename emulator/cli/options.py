@@ -124,6 +124,9 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="recompute metrics and plots from a run folder")
     rp.add_argument("dir")
     _formats(rp)
+    rp.add_argument("--no-twin", action="store_true",
+                    help="do not simulate each emulated run on its own paths (its twin, "
+                         "made once and kept in <run>/twin/)")
     rp.set_defaults(func=run["report"], needs_root=False)
     v = sub.add_parser("validate", help="check a spec without running it")
     v.add_argument("spec")

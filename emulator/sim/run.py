@@ -84,11 +84,17 @@ def recorded_paths(run_set: str, spec, scheme: str, seed: int) -> dict:
     if not got:
         raise SimError(f"--paths {run.path}: its agents recorded no paths (a run from "
                        "before they did, or one that never started)")
-    ips = {h: c.ip for h, c in plan.hosts.items()}
+    return by_sport(plan, got)
+
+
+def by_sport(plan, paths: dict) -> dict:
+    """Recorded paths, {(job, channel, wire step, src IP, dst IP): node path} as
+    ``emulator.analysis.split.recorded_paths`` reads them, keyed as the network follows
+    them: (src IP, dst IP, the flow's UDP source port under the plan's transport)."""
+    ips = {c.ip for c in plan.hosts.values()}
     tp = next(iter(plan.hosts.values())).transport
     return {(src, dst, flow_sport(job, ch, step, src, tp.per_step_sport, tp.sport_seed)):
-            tuple(path) for (job, ch, step, src, dst), path in got.items()
-            if src in ips.values()}
+            tuple(path) for (job, ch, step, src, dst), path in paths.items() if src in ips}
 
 
 def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None) -> dict:
@@ -128,11 +134,19 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
     due: dict[str, float] = {}
     ended: set = set()
 
+    stuck = {"name": None, "t": -1.0, "n": 0}
+
     def wake(name: str, t: float) -> None:
         h = hosts[name]
         nxt = h.service(t)
         if h.finished:
             ended.add(name)
+        if nxt <= t:              # asked to be woken now again: progress, or a livelock
+            same = stuck["name"] == name and stuck["t"] == t
+            stuck.update(name=name, t=t, n=stuck["n"] + 1 if same else 1)
+            if stuck["n"] > 10_000:
+                raise RuntimeError(f"{name} asked to be woken at t = {t!r} s 10000 times "
+                                   "without time passing (a timer that never fires?)")
         if nxt < due.get(name, math.inf) or due.get(name, math.inf) <= t:
             if math.isfinite(nxt):
                 due[name] = nxt
