@@ -86,6 +86,12 @@ quantities are the same at both scales. A complete spec with every key::
                                      # per interval) | ack (the ACK of every marked packet
                                      # carries BECN, sent at once: HPCC ns-3's rule)
 
+    [sim]                            # the simulation backend (--backend sim) only
+    host_delay_ms = 0.113            # each datagram reaches its host's NIC an exponential
+                                     # delay of this mean (emulated ms) after it arrived:
+                                     # the emulator's own median receive lag at D = 1000;
+                                     # 0: none (a run's twin takes 0)
+
     [collective]                     # how every job's ranks run their schedules
     order = "on_arrival"             # the dependency rule: on_arrival (the paper's §2.1:
                                      # step s is sent once step s-1 has arrived, whatever
@@ -319,6 +325,12 @@ class TransportSpec:
 
 
 @dataclass(frozen=True)
+class SimSpec:
+    # emulated ms, not dilated: it stands for the emulator's own delay (emulator.sim.run)
+    host_delay_ms: float = _num(0.113, 0, 1e4, " ms (emulated)")
+
+
+@dataclass(frozen=True)
 class CollectiveSpec:
     order: str = DEFAULT_ORDER       # on_arrival (paper §2.1) | in_order
 
@@ -421,6 +433,7 @@ class Spec:
     dcqcn: DcqcnSpec = field(default_factory=DcqcnSpec)
     transport: TransportSpec = field(default_factory=TransportSpec)
     collective: CollectiveSpec = field(default_factory=CollectiveSpec)
+    sim: SimSpec = field(default_factory=SimSpec)
     jobs: tuple = ()
     messages: tuple = ()
     perturbations: tuple = ()
@@ -430,7 +443,7 @@ class Spec:
 
 SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
             "symphony": SymphonySpec, "dcqcn": DcqcnSpec, "transport": TransportSpec,
-            "collective": CollectiveSpec, "run": RunSpec}
+            "collective": CollectiveSpec, "sim": SimSpec, "run": RunSpec}
 TOP_KEYS = ("name", "description", "profile", "jobs", "job_stream", "messages",
             "perturbations", "variants") + tuple(SECTIONS)
 

@@ -136,3 +136,17 @@ def test_a_sweep_simulates_its_runs_in_parallel_processes_and_resumes(tmp_path, 
     assert cli_main(args) == 0                      # again: nothing to do
     out = capsys.readouterr().out
     assert ": simulated" not in out and out.count("done before, kept") == 8
+
+
+def test_the_hosts_delay_is_drawn_per_datagram_and_seeded(tmp_path):
+    """Static rail rings, one pass, 6 steps: with a mean 2 ms delay per datagram each step
+    ends later by at least the last datagram's delay, and the same seed draws the same."""
+    spec = load(TABLE1, SMALL + ["topology.routing=static"])
+    ccts = {}
+    for name, delay in (("none", 0.0), ("a", 2e-3), ("b", 2e-3)):
+        meas = run_sim(spec, "baseline", 1, str(tmp_path / name / "baseline-seed1"),
+                       host_delay_s=delay)
+        assert meas["host_delay_s"] == delay
+        ccts[name] = summarize(tmp_path / name)["runs"][0]["jobs"][0]["collectives"][0]["cct_s"]
+    assert ccts["a"] == ccts["b"]
+    assert ccts["none"] + 6 * 0.5e-3 < ccts["a"] < ccts["none"] + 6 * 30e-3

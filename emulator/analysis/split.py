@@ -93,7 +93,8 @@ def _twin(run: RunFolder, spec, man: dict, paths: dict):
     if not folder.done:
         plan = planning.compile(spec, man["scheme"], man["seed"])
         try:
-            run_sim(spec, man["scheme"], man["seed"], folder.path, by_sport(plan, paths))
+            run_sim(spec, man["scheme"], man["seed"], folder.path, by_sport(plan, paths),
+                    host_delay_s=0.0)
         except SimError as e:
             return None, str(e).split(": ", 1)[-1]
     return metrics.collective_times(folder.host_records("collective")), None

@@ -20,6 +20,11 @@ switch code the emulator runs.
   seeded keyed hash of the 5-tuple (``emulator.model.simulate.ecmp_choice``, as
   ``predict`` draws paths), or a given path per flow (an emulated run's recorded paths).
 
+* **Hosts' timing**: each datagram reaches its host's NIC an exponential delay after it
+  arrived (``host_delay_s``, the spec's ``[sim] host_delay_ms``; in arrival order), drawn
+  from a generator seeded by the run: the emulator's hosts read their sockets late by a
+  varying amount, and that spread is part of what a seed's result scatters by.
+
 Pure: the clock is this loop's; every random draw comes from seeds handed in.
 """
 
@@ -160,8 +165,13 @@ class Network:
     a node path to follow instead, while it exists."""
 
     def __init__(self, fabric, loop: Loop, buffer_bytes: int, port_name: Callable,
-                 choose: Callable, classes: int = 1, host_buffer_bytes: int = 1 << 30):
+                 choose: Callable, classes: int = 1, host_buffer_bytes: int = 1 << 30,
+                 host_delay_s: float = 0.0, rng=None):
         self.fab, self.loop, self.choose = fabric, loop, choose
+        # a host's processing time: each datagram reaches its NIC an exponential delay of
+        # this mean after it arrived, in arrival order (a socket is a FIFO)
+        self.host_delay_s, self.rng = host_delay_s, rng
+        self._host_free: dict[str, float] = {}
         self.nics: dict[str, SimNic] = {}           # host name -> NIC
         self.on_arrival: dict[str, Callable] = {}   # host name -> after a packet arrived
         self.pipelines: dict = {}
@@ -190,8 +200,13 @@ class Network:
     def _arrive(self, node: str, prev: str, pkt: bytes, t: float) -> None:
         nic = self.nics.get(node)
         if nic is not None:
-            nic.arrive(pkt, t)
-            self.on_arrival[node](t)
+            if self.host_delay_s > 0:
+                when = max(self._host_free.get(node, 0.0),
+                           t + self.rng.expovariate(1 / self.host_delay_s))
+                self._host_free[node] = when
+                self.loop.at(when, lambda t2, node=node, pkt=pkt: self._read(node, pkt, t2))
+            else:
+                self._read(node, pkt, t)
             return
         dst = self.ip_host[socket.inet_ntoa(pkt[16:20])]
         nxt = self._hop(node, dst, pkt)
@@ -205,6 +220,10 @@ class Network:
                     return                            # the agent dropped it
                 pkt = bytes(verdict)
         self.ports[(node, nxt)].offer(pkt, t)
+
+    def _read(self, node: str, pkt: bytes, t: float) -> None:
+        self.nics[node].arrive(pkt, t)
+        self.on_arrival[node](t)
 
     def _hop(self, node: str, dst: str, pkt: bytes) -> str | None:
         key = (pkt[12:20], pkt[20:22])

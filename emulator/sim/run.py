@@ -6,17 +6,23 @@ stragglers, ``loss`` (the switch's pipeline drops that fraction, as the agent do
 Symphony's late start. What it refuses, naming it (:class:`SimError`): plain
 ``[[messages]]``, ``link_down`` and ``background`` traffic (not simulated yet).
 
+Hosts' timing: each datagram reaches its host's NIC an exponential delay after it arrived,
+of mean ``[sim] host_delay_ms`` (emulated ms; default 0.113, the median over hosts of the
+emulator's own receive lag, measured in 80 runs of Fig 5 at D = 1000 on 2026-12-02:
+P10-P90 0.075-0.288 ms, single datagrams up to ~4 ms), seeded by the run. A twin
+(``emulator.analysis.split``) runs with none, so emulated / twin is all emulating adds.
+
 What the simulator leaves out, and every run's measurements say so (``not_modelled``):
-the hosts' processing time (a rank posts its next send the instant its cue arrives; the
-emulator's ranks take ~0.1-0.5 ms at D = 1000), the kernel's and the agents' delays
-(the emulator's per-hop NFQUEUE hold), and HTB's token bucket (a port here sends at
-exactly its rate from an empty queue).
+the hosts' processing time beyond that delay, the kernel's and the agents' delays (the
+emulator's per-hop NFQUEUE hold, ~0.1 ms a hop at D = 1000), and HTB's token bucket (a
+port here sends at exactly its rate from an empty queue).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import random
 import time
 from dataclasses import replace
 
@@ -34,10 +40,13 @@ from switch_agent.queue_model import EgressQueue
 from topologies import wiring
 
 NOT_MODELLED = (
-    "hosts' processing time: a rank posts its next send the instant its cue arrives",
+    "hosts' processing time beyond [sim] host_delay_ms (an exponential delay per datagram)",
     "the kernel's and the switch agents' per-packet delays (the emulator's NFQUEUE hold)",
     "HTB's token bucket: a port sends at exactly its rate, from an empty queue too",
 )
+
+
+HOST_STREAM = 0x9E3779B97F4A7C15   # keys the hosts' delays apart from the ECMP hash
 
 
 class SimError(ValueError):
@@ -97,10 +106,13 @@ def by_sport(plan, paths: dict) -> dict:
             tuple(path) for (job, ch, step, src, dst), path in paths.items() if src in ips}
 
 
-def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None) -> dict:
+def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None,
+            host_delay_s: float | None = None) -> dict:
     """Simulate one (scheme, seed) run of ``spec`` into ``rundir``; returns its
     measurements. ``paths``: {(src_ip, dst_ip, sport): node path} to follow instead of
-    the ECMP hash (:func:`recorded_paths`: an emulated run's)."""
+    the ECMP hash (:func:`recorded_paths`: an emulated run's). ``host_delay_s``: the
+    hosts' mean processing delay per datagram (None: the spec's ``sim.host_delay_ms``;
+    a twin takes 0, so that emulated / twin is all that emulating adds)."""
     plan = planning.compile(spec, scheme, seed)
     check(spec, plan)
     folder = RunFolder(rundir)
@@ -116,9 +128,12 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
                                   f.spines if pods else 0)
 
     salt = salt_of(seed)
+    if host_delay_s is None:
+        host_delay_s = spec.sim.host_delay_ms * 1e-3
     net = Network(fab, loop, f.buffer_bytes, port_name,
                   lambda s, d, p: ecmp_choice(salt, f"{s}/{d}/{p}"),
-                  classes=2 if plan.scheme.port_qdisc == "pq" else 1)
+                  classes=2 if plan.scheme.port_qdisc == "pq" else 1,
+                  host_delay_s=host_delay_s, rng=random.Random(salt ^ HOST_STREAM))
     net.paths = dict(paths or {})
     agents_tele = {}
     for sw, cfg in plan.agents.items():
@@ -187,7 +202,7 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
             "sim": {"end_s": loop.now, "events": loop.events, "data_packets": data,
                     "port_drops": net.port_drops(), "wall_s": wall, "cpu_s": cpu,
                     "cpu_us_per_data_packet": cpu / data * 1e6 if data else None},
-            "not_modelled": list(NOT_MODELLED), "wall_s": wall}
+            "host_delay_s": host_delay_s, "not_modelled": list(NOT_MODELLED), "wall_s": wall}
     folder.write_measurements(meas)
     return meas
 
