@@ -150,3 +150,24 @@ def test_the_hosts_delay_is_drawn_per_datagram_and_seeded(tmp_path):
         ccts[name] = summarize(tmp_path / name)["runs"][0]["jobs"][0]["collectives"][0]["cct_s"]
     assert ccts["a"] == ccts["b"]
     assert ccts["none"] + 6 * 0.5e-3 < ccts["a"] < ccts["none"] + 6 * 30e-3
+
+
+def test_run_until_decided_adds_seeds_in_looks_and_says_its_rule(tmp_path, capsys):
+    """Symphony with k = 1 marks hard: the one collective's CCT (the primary metric) is
+    decided slower within the plan (looks at 12 and 18 seeds, 6 alone can never decide at
+    97.5 %), and the output says so; without the baseline there is nothing to compare."""
+    rc = cli_main(["run", FIG5, "--backend", "sim", "--until-decided", "--scheme", "symphony",
+                   "--out", str(tmp_path / "no")])
+    assert rc == 2 and "run baseline too" in capsys.readouterr().err
+    rc = cli_main(["run", FIG5, "--backend", "sim", "--until-decided", "--max-seeds", "18",
+                   "--batch", "6", "--no-plots", "--out", str(tmp_path / "u"), "--set",
+                   "jobs.0.chunk_bytes=65536", "--set", 'run.schemes=["baseline","symphony"]',
+                   "--set", "symphony.k=1.0"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "until decided: CCT of symphony against the baseline" in out
+    assert "looks at 12, 18 pairs, each at 97.50%" in out
+    assert "until decided: decided after 12 seeds (cct: symphony higher" in out
+    s = json.load(open(tmp_path / "u" / "summary.json"))["sequential"]
+    assert s["primary"] == "cct" and s["looks"] == [12, 18]
+    assert s["decided"] and s["record"][-1]["verdicts"]["symphony"] in ("lower", "higher")

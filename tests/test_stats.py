@@ -61,3 +61,20 @@ def test_correlation_says_whether_pairing_helps():
     assert correlation([1, 2, 3, 4], [2, 4, 6, 8]) == pytest.approx(1.0)
     assert correlation([1, 2, 3, 4], [8, 6, 4, 2]) == pytest.approx(-1.0)
     assert correlation([1, 1, 1], [1, 2, 3]) is None
+
+
+def test_a_sequential_plan_spends_its_error_only_on_looks_that_can_decide():
+    from emulator.analysis.stats import min_pairs, sequential_plan
+    assert min_pairs(0.95) == 6 and min_pairs(0.99) == 8
+    looks, conf = sequential_plan(30, 5)
+    # 5 pairs can never decide; at 5 looks (10..30) each is judged at 99 %, which needs 8
+    assert looks == [10, 15, 20, 25, 30] and conf == pytest.approx(0.99)
+    looks, conf = sequential_plan(6, 6)
+    assert looks == [6] and conf == pytest.approx(0.95)
+    with pytest.raises(ValueError, match="must be >= 1"):
+        sequential_plan(10, 0)
+
+
+def test_two_looks_of_six_judge_only_the_second_at_95_percent():
+    from emulator.analysis.stats import sequential_plan
+    assert sequential_plan(12, 6) == ([12], pytest.approx(0.95))

@@ -216,7 +216,7 @@ def primary_metric(spec: dict) -> str:
     return "jct" if many or spec.get("job_stream") else "cct"
 
 
-def evidence(runs: list[dict], primary: str = "cct") -> dict:
+def evidence(runs: list[dict], primary: str = "cct", confidence: float = 0.95) -> dict:
     """Every other scheme against the baseline, paired by seed, per metric
     (``emulator.analysis.stats.paired``: the median difference with its distribution-free
     95 % interval, the mean's bootstrap interval, Wilcoxon and sign tests, a verdict),
@@ -238,7 +238,7 @@ def evidence(runs: list[dict], primary: str = "cct") -> dict:
             if s == "baseline" or not common:
                 continue
             a, b = [base[k] for k in common], [seeds[k] for k in common]
-            out.setdefault(s, {})[name] = {**paired(a, b).as_dict(), "seeds": common,
+            out.setdefault(s, {})[name] = {**paired(a, b, confidence).as_dict(), "seeds": common,
                                            "primary": name == primary,
                                            "correlation": correlation(a, b)}
     return out

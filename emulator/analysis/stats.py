@@ -33,7 +33,6 @@ import numpy as np
 from scipy import stats as sps
 
 CONFIDENCE = 0.95
-MIN_PAIRS = 6                # the fewest pairs with a distribution-free 95 % interval
 BOOTSTRAP_RESAMPLES = 9999
 BOOTSTRAP_SEED = 20261202
 
@@ -66,15 +65,17 @@ class Paired:
     lower: int                # pairs in which B is lower than A
     sign_p: float             # two-sided binomial p of ``lower`` of the non-tied pairs
     verdict: str              # lower | higher | undecided
+    confidence: float = CONFIDENCE   # of both intervals and the verdict
 
     @classmethod
     def from_dict(cls, d: dict) -> "Paired":
         """The inverse of :meth:`as_dict` (JSON's lists back into tuples)."""
         return cls(**{f: tuple(d[f]) if isinstance(d[f], list) else d[f]
-                      for f in cls.__dataclass_fields__})
+                      for f in cls.__dataclass_fields__ if f in d})
 
     def as_dict(self) -> dict:
-        return {"n": self.n, "median": self.median, "median_ci": self.median_ci,
+        return {"n": self.n, "confidence": self.confidence,
+                "median": self.median, "median_ci": self.median_ci,
                 "coverage": self.coverage, "mean": self.mean, "mean_ci": self.mean_ci,
                 "wilcoxon_p": self.wilcoxon_p, "lower": self.lower, "sign_p": self.sign_p,
                 "verdict": self.verdict, "diffs": list(self.diffs)}
@@ -84,11 +85,13 @@ class Paired:
         Wilcoxon p = 0.004, lower in 9 of 10: lower``, with the words given for
         lower/higher (``faster``/``slower`` for times)."""
         word = {"lower": lower, "higher": higher}.get(self.verdict, "undecided")
+        level = f"{self.confidence * 100:.4g} %"
         if self.median_ci is None:
-            ci = f" (too few seeds for a 95 % interval: {self.n} pairs, {MIN_PAIRS} needed)"
+            ci = (f" (too few seeds for a {level} interval: {self.n} pairs, "
+                  f"{min_pairs(self.confidence)} needed)")
         else:
             ci = (f" [{self.median_ci[0]:+.1%}, {self.median_ci[1]:+.1%}] "
-                  f"(95 %, {self.n} pairs)")
+                  f"({level}, {self.n} pairs)")
         mean = (f", mean {self.mean:+.1%} [{self.mean_ci[0]:+.1%}, {self.mean_ci[1]:+.1%}]"
                 if self.mean_ci else "")
         p = f", Wilcoxon p = {self.wilcoxon_p:.2g}" if self.wilcoxon_p is not None else ""
@@ -96,8 +99,18 @@ class Paired:
                 f"{word}")
 
 
-def paired(a, b) -> Paired:
-    """B against A, pair by pair (``a[i]`` and ``b[i]`` from the same seed; both > 0)."""
+def min_pairs(confidence: float = CONFIDENCE) -> int:
+    """The fewest pairs with a distribution-free interval of the median at ``confidence``
+    (6 at 95 %)."""
+    n = 1
+    while 2 * 0.5 ** n > 1 - confidence:
+        n += 1
+    return n
+
+
+def paired(a, b, confidence: float = CONFIDENCE) -> Paired:
+    """B against A, pair by pair (``a[i]`` and ``b[i]`` from the same seed; both > 0), with
+    intervals and verdict at ``confidence``."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
         raise ValueError(f"paired: need two equally long, non-empty lists, got {len(a)} "
@@ -106,7 +119,7 @@ def paired(a, b) -> Paired:
         raise ValueError("paired: values must be finite and A's > 0 (times, sizes)")
     d = b / a - 1
     n = len(d)
-    mci = median_interval(d)
+    mci = median_interval(d, confidence)
     lower, higher = int(np.sum(d < 0)), int(np.sum(d > 0))
     sign_p = float(sps.binomtest(lower, lower + higher, 0.5).pvalue) if lower + higher else 1.0
     wil = None
@@ -117,7 +130,7 @@ def paired(a, b) -> Paired:
         if np.all(d == d[0]):
             mean_ci = (float(d[0]), float(d[0]))
         else:
-            res = sps.bootstrap((d,), np.mean, confidence_level=CONFIDENCE,
+            res = sps.bootstrap((d,), np.mean, confidence_level=confidence,
                                 n_resamples=BOOTSTRAP_RESAMPLES, method="percentile",
                                 rng=np.random.default_rng(BOOTSTRAP_SEED))
             mean_ci = (float(res.confidence_interval.low), float(res.confidence_interval.high))
@@ -129,7 +142,7 @@ def paired(a, b) -> Paired:
             verdict = "higher"
     return Paired(n, tuple(float(x) for x in d), float(np.median(d)),
                   (mci[0], mci[1]) if mci else None, mci[2] if mci else None,
-                  float(np.mean(d)), mean_ci, wil, lower, sign_p, verdict)
+                  float(np.mean(d)), mean_ci, wil, lower, sign_p, verdict, confidence)
 
 
 def correlation(a, b) -> float | None:
@@ -140,3 +153,26 @@ def correlation(a, b) -> float | None:
         return None
     r = float(sps.spearmanr(a, b).statistic)
     return None if math.isnan(r) else r
+
+
+def sequential_plan(max_pairs: int, batch: int, alpha: float = 1 - CONFIDENCE):
+    """A fixed plan for adding seeds until a comparison is decided: looks after every
+    ``batch`` pairs up to ``max_pairs``, each judged at one confidence such that a wrong
+    verdict at *any* look has probability at most ``alpha`` (Bonferroni over the looks
+    that can decide at all: a look with fewer pairs than that confidence's interval needs
+    spends nothing). Returns (the pair counts of the deciding looks, their confidence).
+    Conservative and simple to state; no assumption on the data's shape."""
+    if batch < 1 or max_pairs < 1:
+        raise ValueError(f"batch and max_pairs must be >= 1, got {batch}, {max_pairs}")
+    counts = list(range(batch, max_pairs + 1, batch))
+    if not counts or counts[-1] != max_pairs:
+        counts.append(max_pairs)
+    looks = counts
+    for _ in range(64):                       # a fixed point: fewer looks, higher level
+        confidence = 1 - alpha / len(looks)
+        m = min_pairs(confidence)
+        deciding = [n for n in looks if n >= m] or [looks[-1]]   # only ever fewer
+        if deciding == looks:
+            break
+        looks = deciding
+    return looks, 1 - alpha / len(looks)

@@ -16,6 +16,7 @@ checks a spec without touching the network.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -242,20 +243,35 @@ def _cmd_run(args) -> int:
     print(f"symphony-emu run: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} seed(s) "
           f"-> {out}")
     print(f"symphony-emu run: {'simulated (virtual time)' if sim else _layout(spec)}")
-    for scheme in schemes:
-        for seed in seeds:
-            rundir = os.path.join(out, f"{scheme}-seed{seed}")
-            if sim:
-                from emulator.sim.run import run_sim
-                m = run_sim(spec, scheme, seed, rundir, given.get((scheme, seed)))["sim"]
-                print(f"{scheme} seed {seed}: simulated {m['end_s']:.2f} s in "
-                      f"{m['wall_s']:.1f} s ({m['data_packets']} data packets)", flush=True)
-                continue
-            runner.run_one(spec, scheme, seed, rundir, _progress_printer(f"{scheme} seed {seed}"),
-                           pcap=pcap)
-            if sys.stdout.isatty():
-                print()
+    def run_seeds(batch):
+        for scheme in schemes:
+            for seed in batch:
+                rundir = os.path.join(out, f"{scheme}-seed{seed}")
+                if sim:
+                    from emulator.sim.run import run_sim
+                    m = run_sim(spec, scheme, seed, rundir, given.get((scheme, seed)))["sim"]
+                    print(f"{scheme} seed {seed}: simulated {m['end_s']:.2f} s in "
+                          f"{m['wall_s']:.1f} s ({m['data_packets']} data packets)", flush=True)
+                    continue
+                runner.run_one(spec, scheme, seed, rundir,
+                               _progress_printer(f"{scheme} seed {seed}"), pcap=pcap)
+                if sys.stdout.isatty():
+                    print()
+
+    sequential = None
+    if args.until_decided and "baseline" not in schemes:
+        print("symphony-emu run: --until-decided compares each scheme with the baseline; "
+              "run baseline too (--scheme or run.schemes)", file=sys.stderr)
+        return 2
+    if args.until_decided:
+        sequential = _until_decided(args, spec, schemes, seeds, out, run_seeds)
+    else:
+        run_seeds(seeds)
     summary = report.summarize(out, plots=not args.no_plots)
+    if sequential is not None:
+        summary["sequential"] = sequential
+        with open(os.path.join(out, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=1)
     print()
     _print_results(summary, spec.scale.dilation, args.format)
     if spec.raw.get("variants"):
@@ -263,8 +279,46 @@ def _cmd_run(args) -> int:
     print(f"\nsummary: {os.path.join(out, 'summary.json')}")
     for p in summary.get("plots", []):
         print(f"plot:    {p}")
+    if sequential is not None:
+        print(f"\nuntil decided: {sequential['text']}")
     bad = [r for r in summary["runs"] if not r["fidelity"]["faithful"]]
     return 1 if bad else 0
+
+
+def _until_decided(args, spec, schemes, seeds, out, run_seeds) -> dict:
+    """Seeds in batches until the primary metric of every scheme against the baseline is
+    decided, or ``--max-seeds``: a fixed plan of looks, each at the confidence that keeps
+    a wrong verdict at any look at most 5 % (``stats.sequential_plan``), said up front."""
+    from emulator.analysis import report
+    from emulator.analysis.stats import sequential_plan
+    first = seeds[0]
+    looks, conf = sequential_plan(args.max_seeds, args.batch)
+    primary = report.primary_metric(spec.raw)
+    print(f"symphony-emu run: until decided: {primary.upper()} of "
+          f"{', '.join(s for s in schemes if s != 'baseline')} against the baseline, seeds "
+          f"{first}..{first + args.max_seeds - 1} in batches of {args.batch}; looks at "
+          f"{', '.join(map(str, looks))} pairs, each at {conf:.2%} (a wrong verdict at any "
+          f"look: at most 5 %)")
+    done, record = 0, []
+    for n in looks:
+        run_seeds(range(first + done, first + n))
+        done = n
+        summary = report.summarize(out, plots=False, exports=False, twin=False)
+        good = [r for r in summary["runs"] if r["fidelity"]["faithful"]]
+        ev = report.evidence(good, primary, conf)
+        verdicts = {s: e[primary]["verdict"] for s, e in ev.items() if primary in e}
+        record.append({"pairs": n, "verdicts": verdicts})
+        print(f"look at {n} seeds ({conf:.2%}): " + ", ".join(
+            f"{s} {v}" for s, v in verdicts.items()), flush=True)
+        if verdicts and all(v != "undecided" for v in verdicts.values()):
+            break
+    last = record[-1]
+    decided = bool(last["verdicts"]) and all(v != "undecided" for v in last["verdicts"].values())
+    text = (f"{'decided' if decided else 'not decided'} after {last['pairs']} seeds "
+            f"({primary}: " + ", ".join(f"{s} {v}" for s, v in last["verdicts"].items())
+            + f"; each look at {conf:.2%}, looks planned at {looks})")
+    return {"primary": primary, "confidence": conf, "looks": looks, "record": record,
+            "decided": decided, "text": text}
 
 
 def _print_results(summary: dict, dilation: float, fmt: str) -> None:

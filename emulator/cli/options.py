@@ -60,6 +60,14 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     r.add_argument("--backend", choices=("emulation", "sim"), default="emulation",
                    help="emulation (default, root: the real data path) or sim: the same "
                         "protocol code on a virtual clock (no root, seconds; emulator.sim)")
+    r.add_argument("--until-decided", action="store_true",
+                   help="add seeds in batches until the primary metric (run.primary) of each "
+                        "scheme against the baseline is decided at 95 %% over all looks, or "
+                        "--max-seeds")
+    r.add_argument("--max-seeds", type=_positive_int, default=30,
+                   help="with --until-decided: the most seeds (default 30)")
+    r.add_argument("--batch", type=_positive_int, default=5,
+                   help="with --until-decided: seeds per look (default 5)")
     r.add_argument("--paths", metavar="RUNSET",
                    help="with --backend sim: each run follows the paths the emulated run of "
                         "its seed in RUNSET (a `run --out` folder) recorded: its twin")
