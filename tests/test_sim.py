@@ -89,7 +89,7 @@ def test_run_backend_sim_prints_the_comparison_without_root(tmp_path, capsys):
                    "--no-plots", "--out", str(tmp_path), "--set", "jobs.0.chunk_bytes=65536"])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "symphony seed 2: simulated" in out and "median CCT" in out
+    assert "symphony-seed2: simulated" in out and "median CCT" in out
 
 
 def test_a_twin_follows_the_paths_its_emulated_run_recorded(tmp_path, capsys):
@@ -171,3 +171,21 @@ def test_run_until_decided_adds_seeds_in_looks_and_says_its_rule(tmp_path, capsy
     s = json.load(open(tmp_path / "u" / "summary.json"))["sequential"]
     assert s["primary"] == "cct" and s["looks"] == [12, 18]
     assert s["decided"] and s["record"][-1]["verdicts"]["symphony"] in ("lower", "higher")
+
+
+def test_repeat_measures_the_noise_floor_and_compares_first_runs_only(tmp_path, capsys):
+    """Each seed run 3 times with other draws of the hosts' timing (a 1 ms mean delay per
+    datagram, so the draws matter): the summary says how much one seed varies, against
+    the spread between seeds; the comparison reads each seed's first run only."""
+    rc = cli_main(["run", FIG5, "--backend", "sim", "--seeds", "3", "--repeat", "3",
+                   "--no-plots", "--out", str(tmp_path), "--set", "jobs.0.chunk_bytes=65536",
+                   "--set", "sim.host_delay_ms=1.0", "--set",
+                   'run.schemes=["baseline","symphony"]'])
+    assert rc == 0
+    s = json.load(open(tmp_path / "summary.json"))
+    assert len(s["runs"]) == 18 and sorted({r["repeat"] for r in s["runs"]}) == [1, 2, 3]
+    n = s["noise"]["baseline"]["cct"]
+    assert (n["seeds"], n["repeats"]) == (3, 3)
+    assert 0 < n["within_seed_spread"] <= n["within_seed_spread_max"]
+    assert s["evidence"]["symphony"]["cct"]["n"] == 3              # first runs only
+    assert "the same seed again (--repeat)" in capsys.readouterr().out

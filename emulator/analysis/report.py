@@ -114,7 +114,8 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
     fid["perturbations"] = [e["what"] for e in meas.get("perturbations", [])]
     fid["perturbation_effects"] = list(meas.get("perturbation_effects", []))
     backend = man.get("backend", "emulation")
-    out = {"scheme": man["scheme"], "seed": man["seed"], "rundir": rundir,
+    out = {"scheme": man["scheme"], "seed": man["seed"], "repeat": man.get("repeat", 1),
+           "rundir": rundir,
            "backend": backend, "order": sorted({lay.order for lay in lays}), "jobs": jobs_out, "transport": transport, "fidelity": fid}
     if backend == "emulation" and (jobs_out or messages) and run.done:
         out["split"] = split.replay(rundir, man, lays, twin)
@@ -144,6 +145,10 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
         raise FileNotFoundError(f"{out_dir}: no run folders (with manifest.json) found")
     # A wrong result or broken fidelity is reported loudly and never averaged in.
     good = [r for r in runs if r["fidelity"]["faithful"]]
+    repeats = good
+    # A seed run again (--repeat) is noise, measured apart; everything else reads each
+    # seed's first run, so no seed counts twice.
+    good = [r for r in good if r.get("repeat", 1) == 1]
     man = folders[0].manifest
     summary = {"name": man["name"], "backend": man.get("backend", "emulation"),
                "order": sorted({o for r in runs for o in r["order"]}),
@@ -153,6 +158,7 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
                "primary": primary_metric(man["spec"]),
                "evidence": evidence(good, primary_metric(man["spec"])),
                "per_job": compare_jobs(good),
+               "noise": noise_floor(repeats),
                "split": compare_split(good),
                "excluded": [{"scheme": r["scheme"], "seed": r["seed"]}
                             for r in runs if r not in good]}
@@ -242,6 +248,50 @@ def evidence(runs: list[dict], primary: str = "cct", confidence: float = 0.95) -
                                            "primary": name == primary,
                                            "correlation": correlation(a, b)}
     return out
+
+
+def noise_floor(runs: list[dict]) -> dict:
+    """What the same seed does when run again (``--repeat``): per scheme and metric, each
+    repeated seed's spread, (max - min) / median over its runs, and the median of that
+    over seeds, beside the spread between seeds (of their first runs) -- pairing by seed
+    can only help where the first is well below the second. Empty without repeats."""
+    by: dict = defaultdict(lambda: defaultdict(list))     # (scheme, metric) -> seed -> vs
+    for r in runs:
+        for name, _, get in METRICS:
+            v = get(r)
+            if v:
+                by[(r["scheme"], name)][r["seed"]].append((r.get("repeat", 1), v))
+    out: dict = {}
+    for (scheme, name), seeds in by.items():
+        within = [(max(v for _, v in vs) - min(v for _, v in vs)) / float(np.median(
+            [v for _, v in vs])) for vs in seeds.values() if len(vs) > 1]
+        if not within:
+            continue
+        firsts = [v for vs in seeds.values() for k, v in vs if k == 1]
+        between = ((max(firsts) - min(firsts)) / float(np.median(firsts))
+                   if len(firsts) > 1 else None)
+        out.setdefault(scheme, {})[name] = {
+            "seeds": len(within), "repeats": max(len(vs) for vs in seeds.values()),
+            "within_seed_spread": float(np.median(within)),
+            "within_seed_spread_max": float(max(within)),
+            "between_seeds_spread": between}
+    return out
+
+
+def print_noise(summary: dict) -> None:
+    noise = summary.get("noise") or {}
+    if not noise:
+        return
+    print("\nthe same seed again (--repeat): (max - min) / median of a seed's runs, median "
+          "over seeds [worst], against the same between seeds' first runs")
+    words = {m: w for m, w, _ in METRICS}
+    for scheme, metrics in noise.items():
+        for m, d in metrics.items():
+            between = (f"{d['between_seeds_spread']:.1%}"
+                       if d["between_seeds_spread"] is not None else "-")
+            print(f"  {scheme:<10}{words[m]:<18}{d['within_seed_spread']:6.1%} "
+                  f"[{d['within_seed_spread_max']:.1%}] over {d['seeds']} seeds x "
+                  f"{d['repeats']} runs; between seeds {between}")
 
 
 def compare_seeds(runs: list[dict]) -> dict:
@@ -467,6 +517,7 @@ def print_tables(summary: dict, dilation: float) -> None:
     for s, d in vs:
         print(f"{'Symphony' if s == 'symphony' else s} vs baseline, median CCT: {d:+.1%}")
     print_seeds(summary)
+    print_noise(summary)
     print_jobs(summary)
     print_drops(summary)
     print_emulation_delay(summary)

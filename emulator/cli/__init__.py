@@ -246,17 +246,20 @@ def _cmd_run(args) -> int:
     def run_seeds(batch):
         for scheme in schemes:
             for seed in batch:
-                rundir = os.path.join(out, f"{scheme}-seed{seed}")
-                if sim:
-                    from emulator.sim.run import run_sim
-                    m = run_sim(spec, scheme, seed, rundir, given.get((scheme, seed)))["sim"]
-                    print(f"{scheme} seed {seed}: simulated {m['end_s']:.2f} s in "
-                          f"{m['wall_s']:.1f} s ({m['data_packets']} data packets)", flush=True)
-                    continue
-                runner.run_one(spec, scheme, seed, rundir,
-                               _progress_printer(f"{scheme} seed {seed}"), pcap=pcap)
-                if sys.stdout.isatty():
-                    print()
+                for k in range(1, args.repeat + 1):
+                    name = f"{scheme}-seed{seed}" + (f"-rep{k}" if k > 1 else "")
+                    rundir = os.path.join(out, name)
+                    if sim:
+                        from emulator.sim.run import run_sim
+                        m = run_sim(spec, scheme, seed, rundir, given.get((scheme, seed)),
+                                    repeat=k)["sim"]
+                        print(f"{name}: simulated {m['end_s']:.2f} s in {m['wall_s']:.1f} s "
+                              f"({m['data_packets']} data packets)", flush=True)
+                        continue
+                    runner.run_one(spec, scheme, seed, rundir, _progress_printer(name),
+                                   pcap=pcap, repeat=k)
+                    if sys.stdout.isatty():
+                        print()
 
     sequential = None
     if args.until_decided and "baseline" not in schemes:

@@ -60,6 +60,10 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     r.add_argument("--backend", choices=("emulation", "sim"), default="emulation",
                    help="emulation (default, root: the real data path) or sim: the same "
                         "protocol code on a virtual clock (no root, seconds; emulator.sim)")
+    r.add_argument("--repeat", type=_positive_int, default=1, metavar="K",
+                   help="run each seed K times (the emulation's own timing; the sim: K draws "
+                        "of the hosts' timing) and print how much one seed varies against how "
+                        "much seeds do: the noise floor (comparisons read each seed's first run)")
     r.add_argument("--until-decided", action="store_true",
                    help="add seeds in batches until the primary metric (run.primary) of each "
                         "scheme against the baseline is decided at 95 %% over all looks, or "

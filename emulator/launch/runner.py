@@ -131,10 +131,11 @@ def casualties(fab, procs: HostProcesses | None) -> list[str]:
 
 
 def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
-            pcap: list[str] = ()) -> dict:
+            pcap: list[str] = (), repeat: int = 1) -> dict:
     """One (scheme, seed) run into ``rundir``; returns the live measurements. ``pcap``:
     capture points (hosts, switch ports: ``emulator.launch.capture``), each captured from
-    before the job starts until it ended."""
+    before the job starts until it ended. ``repeat``: which run of this seed it is (the
+    same plan again: only the machine's timing differs)."""
     plan = planning.compile(spec, scheme, seed)
     folder = RunFolder(rundir)
     # an earlier, unfinished try of this very run (killed, or interrupted): its partial
@@ -144,7 +145,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
         print(f"symphony-emu: {rundir}: an earlier try did not finish; removed "
               f"{', '.join(removed) or 'nothing left on the machine'} and its files",
               file=sys.stderr)
-    folder.write_manifest(plan, spec)
+    folder.write_manifest(plan, spec, repeat=repeat)
     meas = {"timed_out": False, "host_exit": {}}
     cpu = CpuMeter()
     servers: dict[str, CpuMeter] = {}       # each ssh-reached server's own CPU

@@ -107,16 +107,18 @@ def by_sport(plan, paths: dict) -> dict:
 
 
 def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None,
-            host_delay_s: float | None = None) -> dict:
+            host_delay_s: float | None = None, repeat: int = 1) -> dict:
     """Simulate one (scheme, seed) run of ``spec`` into ``rundir``; returns its
     measurements. ``paths``: {(src_ip, dst_ip, sport): node path} to follow instead of
     the ECMP hash (:func:`recorded_paths`: an emulated run's). ``host_delay_s``: the
     hosts' mean processing delay per datagram (None: the spec's ``sim.host_delay_ms``;
-    a twin takes 0, so that emulated / twin is all that emulating adds)."""
+    a twin takes 0, so that emulated / twin is all that emulating adds). ``repeat``: the
+    seed's k-th run, the same paths with other draws of the hosts' timing."""
     plan = planning.compile(spec, scheme, seed)
     check(spec, plan)
     folder = RunFolder(rundir)
-    folder.write_manifest(plan, spec, backend="sim", sim={"paths_given": len(paths or {})})
+    folder.write_manifest(plan, spec, backend="sim", repeat=repeat,
+                          sim={"paths_given": len(paths or {})})
     wall0, cpu0 = time.perf_counter(), time.process_time()
     loop = Loop()
     fab = model_inputs(plan).fabric
@@ -133,7 +135,8 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
     net = Network(fab, loop, f.buffer_bytes, port_name,
                   lambda s, d, p: ecmp_choice(salt, f"{s}/{d}/{p}"),
                   classes=2 if plan.scheme.port_qdisc == "pq" else 1,
-                  host_delay_s=host_delay_s, rng=random.Random(salt ^ HOST_STREAM))
+                  host_delay_s=host_delay_s,
+                  rng=random.Random((salt ^ HOST_STREAM) + 7919 * (repeat - 1)))
     net.paths = dict(paths or {})
     agents_tele = {}
     for sw, cfg in plan.agents.items():
