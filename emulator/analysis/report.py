@@ -350,10 +350,10 @@ def print_evidence(summary: dict, indent: str = "  ") -> None:
         for m, e in metrics.items():
             label = f"{words[m]}{' (primary)' if e['primary'] else ''}"
             lower, higher = ("fewer", "more") if m == "max_overlap" else ("faster", "slower")
-            print(f"{indent}  {label:<28}{_evidence_text(e, lower, higher)}")
+            print(f"{indent}  {label:<28}{evidence_text(e, lower, higher)}")
 
 
-def _evidence_text(e: dict, lower: str, higher: str) -> str:
+def evidence_text(e: dict, lower: str, higher: str) -> str:
     from emulator.analysis.stats import Paired
     p = Paired.from_dict(e)
     corr = f"; paired r = {e['correlation']:+.2f}" if e.get("correlation") is not None else ""

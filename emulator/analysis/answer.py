@@ -1,0 +1,62 @@
+"""The main job's answer (``scripts/run-main.sh``): each scheme against the baseline, per
+metric, from a simulated and an emulated run set of the same spec, and how far each
+emulated run is from its simulated twin.
+
+    python -m emulator.analysis.answer SIMULATED_OUT EMULATED_OUT
+
+Reads the two ``summary.json`` files only; prints a verdict only where the statistics
+give one (``emulator.analysis.stats``: never a sign from three seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+
+from emulator.analysis.report import evidence_text
+
+WORDS = {"cct": "CCT (a collective)", "jct": "JCT (the job)"}
+
+
+def answer(sim_dir: str, emu_dir: str) -> list[str]:
+    out = []
+    sets = []
+    for label, d in (("simulated", sim_dir), ("emulated", emu_dir)):
+        path = os.path.join(d, "summary.json")
+        if not os.path.exists(path):
+            out.append(f"{label}: no summary.json in {d} (the run did not finish)")
+            continue
+        with open(path) as f:
+            sets.append((label, json.load(f)))
+    for label, s in sets:
+        for scheme, metrics in (s.get("evidence") or {}).items():
+            name = "Symphony" if scheme == "symphony" else scheme
+            for m in ("cct", "jct"):
+                e = metrics.get(m)
+                if e is not None:
+                    out.append(f"{label + ',':<11}{e['n']:>3} paired seeds  {name} vs baseline, "
+                               f"{WORDS[m]:<19}{evidence_text(e, 'faster', 'slower')}")
+    twins = [j["emulated_jct_s"] / j["sim_jct_s"] for label, s in sets if label == "emulated"
+             for r in s["runs"] for j in (r.get("split") or {}).get("jobs", [])
+             if j.get("sim_jct_s") and j.get("emulated_jct_s")]
+    if twins:
+        out.append(f"emulated / simulated twin on the same paths, per run's job: median "
+                   f"{statistics.median(twins):.3f} [{min(twins):.3f}, {max(twins):.3f}] over "
+                   f"{len(twins)} runs: what emulating added to the same code")
+    return out
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    for line in answer(*argv):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
