@@ -34,7 +34,8 @@ class MessageHost:
     """One host's messages on its NIC, served by ``hosts.group``'s loop (the interface of
     ``hosts.rank.RankHost``)."""
 
-    def __init__(self, cfg: HostConfig, nic_args: dict, say, clock=time.monotonic):
+    def __init__(self, cfg: HostConfig, nic_args: dict, say, clock=time.monotonic,
+                 nic_class=Nic):
         self.cfg, self.say = cfg, say
         self.tele = Telemetry(cfg.telemetry_path)
         self.expected = {}
@@ -48,9 +49,9 @@ class MessageHost:
         self.sends = sorted(cfg.sends, key=lambda s: s.start_s)
         self.pending = []
         self.t0 = 0.0
-        self.nic = Nic(cfg.ip, cfg.line_rate_bps, cfg.cc, cfg.transport,
-                       on_message=self._on_message, telemetry=self.tele, clock=clock,
-                       **nic_args)
+        self.nic = nic_class(cfg.ip, cfg.line_rate_bps, cfg.cc, cfg.transport,
+                             on_message=self._on_message, telemetry=self.tele, clock=clock,
+                             **nic_args)
 
     def _on_message(self, flow, message: bytes) -> None:
         key = (flow.peer, flow.job, flow.channel, flow.step)

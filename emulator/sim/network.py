@@ -79,7 +79,7 @@ class OutPort:
     class drop-tail at ``buffer_bytes``; ``deliver(pkt, t)`` at the far end."""
 
     __slots__ = ("name", "rate_bps", "buffer_bytes", "classes", "queued", "busy", "loop",
-                 "deliver", "drops", "sent", "max_q_bytes")
+                 "deliver", "drops", "sent", "max_q_bytes", "up")
 
     def __init__(self, name: str, rate_bps: float, buffer_bytes: int, loop: Loop,
                  deliver: Callable, classes: int = 1):
@@ -91,8 +91,22 @@ class OutPort:
         self.drops = 0
         self.sent = 0
         self.max_q_bytes = 0
+        self.up = True
+
+    def set_up(self, up: bool) -> None:
+        """A link down drops what waits and all that comes until it is up again (the
+        kernel's queue on a downed interface)."""
+        self.up = up
+        if not up:
+            for c, q in enumerate(self.classes):
+                self.drops += len(q)
+                q.clear()
+                self.queued[c] = 0
 
     def offer(self, pkt: bytes, now: float) -> None:
+        if not self.up:
+            self.drops += 1
+            return
         c = 0 if len(self.classes) == 1 or pkt[1] >> 2 == PQ_HIGH_DSCP else 1
         size = len(pkt) + L2_BYTES
         if self.queued[c] + size > self.buffer_bytes:
@@ -180,6 +194,10 @@ class Network:
         self.port_name = port_name
         self.paths: dict[tuple, tuple] = {}
         self.nominal_bps: dict[tuple, float] = {}    # a slowed port's rate before
+        self.down: set = set()                      # cables down, frozenset({a, b})
+        self.background_rx = 0                      # non-RoCE datagrams hosts received
+        self.no_route = 0                           # packets a switch had no route for
+        self.background: dict = {}                  # port -> a stream's state
         self._next: dict[tuple, str] = {}           # (node, 5-tuple) -> next node
         self.ip_host = dict(fabric.ip_host)
         for (a, b), rate in fabric.capacity_bps.items():
@@ -208,9 +226,13 @@ class Network:
             else:
                 self._read(node, pkt, t)
             return
+        if node in self.fab.host_leaf:
+            self.background_rx += 1                 # a host with no NIC of the run's
+            return
         dst = self.ip_host[socket.inet_ntoa(pkt[16:20])]
         nxt = self._hop(node, dst, pkt)
         if nxt is None:
+            self.no_route += 1
             return                                    # no route: black-holed
         pipe = self.pipelines.get(node)
         if pipe is not None:
@@ -222,8 +244,19 @@ class Network:
         self.ports[(node, nxt)].offer(pkt, t)
 
     def _read(self, node: str, pkt: bytes, t: float) -> None:
+        if (pkt[22] << 8 | pkt[23]) != wire.ROCE_UDP_PORT:
+            self.background_rx += 1                 # another application's (iperf3's)
+            return
         self.nics[node].arrive(pkt, t)
         self.on_arrival[node](t)
+
+    def set_link(self, a: str, b: str, up: bool) -> None:
+        """The cable a-b down (both directions) or up again; routes are chosen anew."""
+        cable = frozenset((a, b))
+        (self.down.discard if up else self.down.add)(cable)
+        for key in ((a, b), (b, a)):
+            self.ports[key].set_up(up)
+        self._next.clear()
 
     def _hop(self, node: str, dst: str, pkt: bytes) -> str | None:
         key = (pkt[12:20], pkt[20:22])
@@ -233,12 +266,16 @@ class Network:
         src_ip, dst_ip = socket.inet_ntoa(pkt[12:16]), socket.inet_ntoa(pkt[16:20])
         sport = (pkt[20] << 8) | pkt[21]
         given = self.paths.get((src_ip, dst_ip, sport))
-        if given is not None and node in given:
+        down = self.down
+        if given is not None and node in given and \
+                frozenset((node, given[given.index(node) + 1])) not in down:
             nxt = given[given.index(node) + 1]
         else:
             hops = self.fab.next_hops[node].get(dst)
+            if hops and down:
+                hops = tuple(h for h in hops if frozenset((node, h)) not in down)
             if not hops:
-                return None
+                return None                    # no live route: the kernel drops it
             nxt = hops[0] if len(hops) == 1 else self.choose(src_ip, dst_ip, sport)(node, hops)
         self._next[(node, key)] = nxt
         return nxt

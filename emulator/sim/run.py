@@ -3,8 +3,11 @@
 What the plan holds and the simulator does as the emulator does: the fabric and its
 rates (``imbalance`` as a slower port from its time on), the jobs' rank programs and
 stragglers, ``loss`` (the switch's pipeline drops that fraction, as the agent does) and
-Symphony's late start. What it refuses, naming it (:class:`SimError`): plain
-``[[messages]]``, ``link_down`` and ``background`` traffic (not simulated yet).
+Symphony's late start, ``link_down`` (both directions of the cable; routes chosen anew
+among the live hops, what waits in the port dropped), ``background`` (iperf3's UDP
+stream: fixed-size datagrams at the rate, from the host's own interface) and plain
+``[[messages]]`` (``hosts.host``'s programs). A kind it does not know is refused by name
+(:class:`SimError`).
 
 Hosts' timing: each datagram reaches its host's NIC an exponential delay after it arrived,
 of mean ``[sim] host_delay_ms`` (emulated ms; default 0.113, the median over hosts of the
@@ -33,6 +36,8 @@ from emulator.model.simulate import ecmp_choice, salt_of
 from emulator.rundir import RunFolder
 from emulator.sim.network import Loop, Network, SimNic
 from hosts.flows import flow_sport
+from hosts import wire
+from hosts.host import MessageHost
 from hosts.rank import RankHost
 from hosts.telemetry import Telemetry
 from switch_agent.pipeline import Port, SwitchPipeline
@@ -53,16 +58,16 @@ class SimError(ValueError):
     """A run the simulator cannot do; the message names what and why."""
 
 
+SIMULATED = (pt.Imbalance, pt.LinkDown, pt.Background, pt.Loss, pt.SymphonyOn)
+BACKGROUND_PAYLOAD_BYTES = 1400          # iperf3's datagrams, as the emulator sends them
+
+
 def check(spec, plan) -> None:
     """Refuse what the simulator does not do, before anything is written."""
-    if spec.messages:
-        raise SimError(f"{spec.path}: [[messages]] are not simulated yet (backend sim runs "
-                       "[[jobs]]); run them with --backend emulation")
     for e in plan.perturbations:
-        if isinstance(e.what, (pt.LinkDown, pt.Background)):
-            kind = "link_down" if isinstance(e.what, pt.LinkDown) else "background"
-            raise SimError(f"{spec.path}: perturbation {kind} is not simulated yet; run it "
-                           "with --backend emulation")
+        if not isinstance(e.what, SIMULATED):
+            raise SimError(f"{spec.path}: perturbation {type(e.what).__name__} is not "
+                           "simulated; run it with --backend emulation")
 
 
 def recorded_paths(run_set: str, spec, scheme: str, seed: int) -> dict:
@@ -177,8 +182,9 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
 
     for name, cfg in sorted(plan.hosts.items()):
         cfg = replace(cfg, telemetry_path=folder.file(f"{name}.jsonl"))
-        hosts[name] = RankHost(cfg, {"network": net}, lambda _msg: None,
-                               clock=lambda: loop.now, nic_class=SimNic)
+        kind = MessageHost if cfg.sends or cfg.receives else RankHost
+        hosts[name] = kind(cfg, {"network": net}, lambda _msg: None,
+                           clock=lambda: loop.now, nic_class=SimNic)
         net.attach(name, hosts[name].nic, lambda t, name=name: wake(name, t))
     for e in plan.perturbations:
         loop.at(e.t_s, lambda t, e=e: _perturb(net, e, t))
@@ -203,7 +209,10 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
             "agents": {sw: {"counters": p.totals()["total"]}
                        for sw, p in net.pipelines.items()},
             "sim": {"end_s": loop.now, "events": loop.events, "data_packets": data,
-                    "port_drops": net.port_drops(), "wall_s": wall, "cpu_s": cpu,
+                    "port_drops": net.port_drops(), "no_route_drops": net.no_route,
+                    "drops_by_port": {port.name: port.drops for port in net.ports.values()
+                                      if port.drops},
+                    "background_rx": net.background_rx, "wall_s": wall, "cpu_s": cpu,
                     "cpu_us_per_data_packet": cpu / data * 1e6 if data else None},
             "host_delay_s": host_delay_s, "not_modelled": list(NOT_MODELLED), "wall_s": wall}
     folder.write_measurements(meas)
@@ -212,6 +221,12 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
 
 def _perturb(net: Network, e, t: float) -> None:
     p = e.what
+    if isinstance(p, pt.LinkDown):
+        net.set_link(p.switch, p.toward, up=e.undo)
+        return
+    if isinstance(p, pt.Background):
+        _background(net, p, e.undo, t)
+        return
     if isinstance(p, pt.Imbalance):
         port = net.ports[(p.switch, p.toward)]
         nominal = net.nominal_bps.setdefault((p.switch, p.toward), port.rate_bps)
@@ -224,6 +239,30 @@ def _perturb(net: Network, e, t: float) -> None:
     elif isinstance(p, pt.SymphonyOn):
         for pipe in net.pipelines.values():
             pipe.set_symphony(not e.undo)
+
+
+def _background(net: Network, p, stop: bool, t: float) -> None:
+    """iperf3's UDP stream as the emulator starts it: ``BACKGROUND_PAYLOAD_BYTES``
+    datagrams at ``rate_bps`` from ``src``'s interface, ``nbytes`` in all or until undone;
+    not RoCE (its own port), so the agents only queue it and the far host drops it."""
+    state = net.background.setdefault(p.port, {"sent": 0, "on": False})
+    if stop:
+        state["on"] = False
+        return
+    state["on"] = True
+    src_ip, dst_ip = net.fab.host_ips[p.src], net.fab.host_ips[p.dst]
+    pkt = wire.build_ip_packet(src_ip, dst_ip, p.port, bytes(BACKGROUND_PAYLOAD_BYTES),
+                               dport=p.port, ecn=wire.ECN_NOT_ECT)
+    gap = (len(pkt) + 14) * 8 / p.rate_bps
+    port = net.ports[(p.src, net.fab.host_leaf[p.src])]
+
+    def send(now: float) -> None:
+        if not state["on"] or (p.nbytes is not None and state["sent"] >= p.nbytes):
+            return
+        port.offer(pkt, now)
+        state["sent"] += BACKGROUND_PAYLOAD_BYTES
+        net.loop.at(now + gap, send)
+    send(t)
 
 
 def _window(rec) -> dict:
