@@ -91,6 +91,9 @@ def _twin(run: RunFolder, spec, man: dict, paths: dict):
     from emulator.sim.run import SimError, by_sport, run_sim
     folder = RunFolder(run.file(TWIN))
     if not folder.done:
+        # the rule the run ran (a folder from before it was a choice ran in_order)
+        order = (man["layouts"] or [{}])[0].get("order", "in_order")
+        spec = replace(spec, collective=replace(spec.collective, order=order))
         plan = planning.compile(spec, man["scheme"], man["seed"])
         try:
             run_sim(spec, man["scheme"], man["seed"], folder.path, by_sport(plan, paths),
