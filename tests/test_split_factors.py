@@ -1,0 +1,40 @@
+"""The numbers the split's verdicts rest on, pinned by hand (emulator.analysis.split,
+report.compare_split): a changed formula for any factor fails here."""
+
+import pytest
+
+from emulator.analysis import report, split
+
+
+def test_each_collectives_factors_by_hand():
+    # bound 1.0 s, the model on the run's paths 2.5 s, ideal-priority 2.0 s, emulated 3.0 s
+    f = split._factors({"bound_s": 1.0, "fluid_s": 2.5, "ideal_s": 2.0, "emulated_s": 3.0})
+    assert f["routing_x"] == pytest.approx(2.5)           # fluid / bound
+    assert f["transport_x"] == pytest.approx(1.2)         # emulated / fluid
+    assert f["ideal_gain"] == pytest.approx(0.2)          # 1 - ideal / fluid
+    assert f["routing_x"] * f["transport_x"] == pytest.approx(3.0)   # emulated / bound
+
+
+def test_a_missing_time_leaves_its_factors_out_not_zero():
+    f = split._factors({"bound_s": 1.0, "fluid_s": None, "ideal_s": 2.0, "emulated_s": 3.0})
+    assert f == {"routing_x": None, "transport_x": None, "ideal_gain": None}
+
+
+def _run(scheme, emulated, fluid=2.5, ideal=2.0, bound=1.0):
+    c = {"pass": 0, "bound_s": bound, "fluid_s": fluid, "ideal_s": ideal,
+         "emulated_s": emulated, **split._factors({"bound_s": bound, "fluid_s": fluid,
+                                                   "ideal_s": ideal, "emulated_s": emulated})}
+    return {"scheme": scheme, "jobs": [{"job": 1, "jct_s": emulated}],
+            "split": {"jobs": [{"job": 1, "collectives": [c], "fluid_jct_s": fluid,
+                                "ideal_jct_s": ideal, "emulated_jct_s": emulated}]}}
+
+
+def test_symphonys_share_of_the_ideal_gain_by_hand():
+    """Baseline 3.0 s, Symphony 2.8 s on paths where ideal-priority wins 20 % of the
+    fluid time: Symphony's gain 1 - 2.8/3.0 = 6.67 % is a third of 20 %."""
+    out = report.compare_split([_run("baseline", 3.0), _run("symphony", 2.8)])
+    y = out["symphony"]
+    assert y["gain_vs_baseline"] == pytest.approx(1 - 2.8 / 3.0)
+    assert y["realised_share_of_ideal"] == pytest.approx((1 - 2.8 / 3.0) / 0.2)
+    assert out["baseline"]["transport_x"] == pytest.approx(1.2)
+    assert out["symphony"]["jct_emulated_s"] == pytest.approx(2.8)
