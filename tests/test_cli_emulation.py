@@ -1,5 +1,5 @@
 """The interactive CLI (``symphony-emu cli``) driven by a command script on a live fabric
-(root): each added command does what its help says, every example of the README's
+(root): each added command does what its help says, every example of the guide's (docs/usage.md)
 live-CLI section is accepted, and bad arguments are named while the session goes on."""
 
 import io

@@ -56,7 +56,7 @@ def test_16_ranks_in_4_rings_static_routing_runs_near_lockstep(tmp_path):
     every result verified and the CCT close to the perfect-lockstep bound. At D = 2000:
     this tests the collective's path, not the emulator's speed. At the spec's D = 1000 a
     static run lands at 1.02-1.09x, and the monitor's emulation-error check (> 1.05x the
-    fluid time) flags some of them, as it should (README, "Measurements")."""
+    fluid time) flags some of them, as it should (docs/usage.md, "Measurements")."""
     path = os.path.join(REPO_ROOT, "runs", "table1.toml")
     # One retry: this shared VM's hypervisor takes 2-15 % of the CPUs' time during some
     # runs (steal, measured 2026-12-02), which slows a run a few per cent for no fault of

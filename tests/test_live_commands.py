@@ -42,7 +42,8 @@ README_EXAMPLES = {
 
 
 def readme_live_section() -> str:
-    with open(os.path.join(MAIN, "README.md")) as f:
+    """The live CLI's section of the guide (docs/usage.md, once the README's)."""
+    with open(os.path.join(MAIN, "docs", "usage.md")) as f:
         text = f.read()
     start = text.index("### Interactively: `symphony-emu cli`")
     return text[start:text.index("\n### ", start + 1)]

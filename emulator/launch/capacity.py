@@ -2,7 +2,7 @@
 memory — asked before anything starts (``symphony-emu run``, ``sweep``, ``cli``; the
 flow-level model of ``predict`` runs any size). ``--force-size`` skips it.
 
-The figures come from the scale benchmark (``benchmarks/scale.py``, README "Scale"), on
+The figures come from the scale benchmark (``benchmarks/scale.py``, docs/usage.md "Scale"), on
 this kind of machine (2 cores):
 
 * **hosts**: 64 hosts were the most it emulated faithfully (at D = 16000; 32 hosts at
