@@ -244,22 +244,19 @@ def _cmd_run(args) -> int:
           f"-> {out}")
     print(f"symphony-emu run: {'simulated (virtual time)' if sim else _layout(spec)}")
     def run_seeds(batch):
-        for scheme in schemes:
-            for seed in batch:
-                for k in range(1, args.repeat + 1):
-                    name = f"{scheme}-seed{seed}" + (f"-rep{k}" if k > 1 else "")
-                    rundir = os.path.join(out, name)
-                    if sim:
-                        from emulator.sim.run import run_sim
-                        m = run_sim(spec, scheme, seed, rundir, given.get((scheme, seed)),
-                                    repeat=k)["sim"]
-                        print(f"{name}: simulated {m['end_s']:.2f} s in {m['wall_s']:.1f} s "
-                              f"({m['data_packets']} data packets)", flush=True)
-                        continue
-                    runner.run_one(spec, scheme, seed, rundir, _progress_printer(name),
-                                   pcap=pcap, repeat=k)
-                    if sys.stdout.isatty():
-                        print()
+        runs = [(f"{scheme}-seed{seed}" + (f"-rep{k}" if k > 1 else ""), scheme, seed, k)
+                for scheme in schemes for seed in batch for k in range(1, args.repeat + 1)]
+        if sim:
+            from emulator.sim.run import run_many
+            run_many([(name, spec, scheme, seed, os.path.join(out, name),
+                       given.get((scheme, seed)), k) for name, scheme, seed, k in runs],
+                     args.jobs)
+            return
+        for name, scheme, seed, k in runs:
+            runner.run_one(spec, scheme, seed, os.path.join(out, name),
+                           _progress_printer(name), pcap=pcap, repeat=k)
+            if sys.stdout.isatty():
+                print()
 
     sequential = None
     if args.until_decided and "baseline" not in schemes:

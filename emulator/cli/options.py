@@ -72,6 +72,9 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
                    help="with --until-decided: the most seeds (default 30)")
     r.add_argument("--batch", type=_positive_int, default=5,
                    help="with --until-decided: seeds per look (default 5)")
+    r.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
+                   help="with --backend sim: runs at once, each in its own process "
+                        "(default: this machine's CPUs)")
     r.add_argument("--paths", metavar="RUNSET",
                    help="with --backend sim: each run follows the paths the emulated run of "
                         "its seed in RUNSET (a `run --out` folder) recorded: its twin")

@@ -69,25 +69,15 @@ def _runs(spec_path, out, pts, schemes, seeds):
 def _simulate_all(spec_path, out, pts, schemes, seeds, jobs: int) -> None:
     """Every simulated run of the sweep not done before, ``jobs`` at a time (processes:
     each run is one Python process's work), each printed as it ends."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from emulator.sim.run import run_sim
+    from emulator.sim.run import run_many
     todo = []
     for _, spec, _, runs in _runs(spec_path, out, pts, schemes, seeds):
         for name, scheme, seed, rundir, done in runs:
             if done:
                 print(f"{name}: done before, kept")
             else:
-                todo.append((name, spec, scheme, seed, rundir))
-    if jobs <= 1:
-        for name, *task in todo:
-            run_sim(*task)
-            print(f"{name}: simulated", flush=True)
-        return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        running = {pool.submit(run_sim, *task): name for name, *task in todo}
-        for fut in as_completed(running):
-            fut.result()                      # a run that failed fails the sweep, named
-            print(f"{running[fut]}: simulated", flush=True)
+                todo.append((name, spec, scheme, seed, rundir, None, 1))
+    run_many(todo, jobs)
 
 
 def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[str],
