@@ -146,6 +146,7 @@ class SimNic(NicCore):
         super().__init__(*args, **kw)
         self.network = network
         self.uplink: OutPort | None = None
+        self._headers: dict = {}     # (dst, sport, length, ecn) -> its IPv4 + UDP header
 
     def _open_port(self, sport: int) -> int:
         return sport
@@ -153,14 +154,24 @@ class SimNic(NicCore):
     def _close_port(self, port) -> None:
         pass
 
+    def _packet(self, dst: str, sport: int, frame, ecn: int) -> bytes:
+        """The IP packet the kernel would build around ``frame``: its headers made once
+        per (destination, port, length, ECN) with ``wire.build_ip_packet``."""
+        key = (dst, sport, len(frame), ecn)
+        hdr = self._headers.get(key)
+        if hdr is None:
+            hdr = self._headers[key] = wire.build_ip_packet(
+                self.ip, dst, sport, bytes(len(frame)), ecn=ecn)[:IP_UDP_BYTES]
+        return hdr + frame
+
     def _tx_data(self, port: int, frame, addr: tuple) -> bool:
-        self.uplink.offer(wire.build_ip_packet(self.ip, addr[0], port, bytes(frame)),
+        self.uplink.offer(self._packet(addr[0], port, frame, wire.ECN_ECT0),
                           self.network.loop.now)
         return True
 
     def _tx_control(self, frame: bytes, dst: str) -> bool:
-        self.uplink.offer(wire.build_ip_packet(self.ip, dst, wire.ROCE_UDP_PORT, frame,
-                                               ecn=wire.ECN_NOT_ECT), self.network.loop.now)
+        self.uplink.offer(self._packet(dst, wire.ROCE_UDP_PORT, frame, wire.ECN_NOT_ECT),
+                          self.network.loop.now)
         return True
 
     def arrive(self, pkt: bytes, now: float) -> None:
