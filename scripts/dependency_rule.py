@@ -29,7 +29,7 @@ from emulator.analysis.stats import paired  # noqa: E402
 
 COLUMNS = ["experiment", "backend", "rule", "scheme", "seed", "git_revision", "faithful",
            "cct_over_bound", "jct_s", "jct_over_bound", "max_overlap", "routing_x",
-           "transport_x"]
+           "transport_x", "twin_jct_s"]
 
 
 def _median(values):
@@ -44,7 +44,9 @@ def collect(experiment: str, folders: list[str]) -> None:
         with open(os.path.join(folder, "summary.json")) as f:
             summary = json.load(f)
         for r in summary["runs"]:
-            man_path = os.path.join(folder, os.path.basename(r["rundir"]), "manifest.json")
+            rundir = os.path.join(folder, os.path.basename(r["rundir"]))
+            man_path = os.path.join(rundir, "manifest.json")
+            twin = _twin_spans(rundir)
             with open(man_path) as f:
                 rev = json.load(f).get("git_revision", "")
             (order,) = r["order"]
@@ -63,7 +65,24 @@ def collect(experiment: str, folders: list[str]) -> None:
                     "jct_over_bound": _fmt(job["jct_s"] / bound if job["jct_s"] else None),
                     "max_overlap": job["max_step_overlap"],
                     "routing_x": _fmt(_median(c.get("routing_x") for c in sc)),
-                    "transport_x": _fmt(_median(c.get("transport_x") for c in sc))})
+                    "transport_x": _fmt(_median(c.get("transport_x") for c in sc)),
+                    "twin_jct_s": _fmt(twin.get(job["job"]))})
+
+
+def _twin_spans(rundir: str) -> dict:
+    """Each job's span in the run's simulated twin (``<run>/twin/``, made by ``report``),
+    {} when there is none."""
+    from emulator.analysis import metrics
+    from emulator.rundir import RunFolder
+    twin = RunFolder(os.path.join(rundir, "twin"))
+    if not twin.done:
+        return {}
+    colls = metrics.collective_times(twin.host_records("collective"))
+    out = {}
+    for (job, _), c in colls.items():
+        lo, hi = out.get(job, (c["start_s"], c["end_s"]))
+        out[job] = (min(lo, c["start_s"]), max(hi, c["end_s"]))
+    return {j: hi - lo for j, (lo, hi) in out.items()}
 
 
 def _fmt(x):
@@ -98,6 +117,20 @@ def tables(paths: list[str]) -> None:
         schemes = sorted({k[3] for k in by if k[:2] == (exp, backend)},
                          key=lambda s: (s != "baseline", s))
         print(f"\n### {exp} ({backend})")
+        twins = [r for r in rows if r["experiment"] == exp and r["backend"] == backend
+                 and r.get("twin_jct_s")]
+        if twins:
+            metrics.append("twin_jct_s")
+            print("\nemulated / its simulated twin (JCT, same code on the same paths): "
+                  "P50 (P10-P90); n")
+            for rule in ("in_order", "on_arrival"):
+                cells = []
+                for s in schemes:
+                    v = [float(r["jct_s"]) / float(r["twin_jct_s"]) for r in twins
+                         if r["rule"] == rule and r["scheme"] == s]
+                    cells.append(f"{s} {statistics.median(v):.3f} ({_q(v, .1):.3f}-"
+                                 f"{_q(v, .9):.3f}) n={len(v)}" if v else f"{s} -")
+                print(f"  {rule:<11} " + " | ".join(cells))
         for metric in metrics:
             print(f"\n{metric}: P50 (P10-P90) over faithful runs; n")
             for rule in ("in_order", "on_arrival"):
