@@ -78,3 +78,27 @@ def test_a_sequential_plan_spends_its_error_only_on_looks_that_can_decide():
 def test_two_looks_of_six_judge_only_the_second_at_95_percent():
     from emulator.analysis.stats import sequential_plan
     assert sequential_plan(12, 6) == ([12], pytest.approx(0.95))
+
+
+def test_six_positive_differences_are_slower_at_96_9_percent():
+    p = paired([10.0] * 6, [10.5, 11.0, 10.2, 10.9, 10.1, 10.3])
+    assert p.median_ci == pytest.approx((0.01, 0.1)) and p.verdict == "higher"
+    assert p.coverage == pytest.approx(1 - 2 / 64)
+    assert "slower in" not in p.text("faster", "slower") and p.text(
+        "faster", "slower").endswith("faster in 0 of 6: slower")
+
+
+def test_the_tests_agree_with_scipy_on_random_data():
+    import numpy as np
+    from scipy import stats as sps
+    rng = np.random.default_rng(7)
+    for n in (8, 15, 40):
+        a = rng.uniform(1, 2, n)
+        b = a * rng.normal(1.0, 0.1, n)
+        p = paired(a, b)
+        d = b / a - 1
+        assert p.wilcoxon_p == pytest.approx(sps.wilcoxon(d).pvalue)
+        lo, hi, cov = median_interval(d)
+        k = int(np.searchsorted(np.sort(d), lo)) + 1            # its rank, 1-based
+        assert cov == pytest.approx(1 - 2 * sps.binom.cdf(k - 1, n, 0.5))
+        assert cov >= 0.95 and 1 - 2 * sps.binom.cdf(k, n, 0.5) < 0.95   # the tightest
