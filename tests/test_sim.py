@@ -222,3 +222,14 @@ def test_repeat_measures_the_noise_floor_and_compares_first_runs_only(tmp_path, 
     assert 0 < n["within_seed_spread"] <= n["within_seed_spread_max"]
     assert s["evidence"]["symphony"]["cct"]["n"] == 3              # first runs only
     assert "the same seed again (--repeat)" in capsys.readouterr().out
+
+
+def test_no_packet_is_resent_where_none_was_lost(tmp_path):
+    """A port hands a frame on from an event of its own: when it did so inside the send
+    that offered it, an ACK could re-enter the sending NIC before its send returned and
+    rewind its go-back-N, and this very run resent 16 packets nothing had dropped."""
+    spec = load(TABLE1, ["jobs.0.passes=2"])
+    meas = run_sim(spec, "baseline", 1, str(tmp_path / "baseline-seed1"), host_delay_s=0.0)
+    (r,) = summarize(tmp_path)["runs"]
+    drops = meas["sim"]["port_drops"] + r["transport"]["switch_drops"]
+    assert drops == 0 and r["transport"]["retransmits"] == 0

@@ -118,7 +118,11 @@ class OutPort:
         if q > self.max_q_bytes:
             self.max_q_bytes = q
         if not self.busy:
-            self._next(now)
+            # the frame leaves from an event of its own, never inside the caller: a NIC
+            # that sends must not be re-entered by an ACK its own packet caused before its
+            # send returned (the NIC core, like a socket's caller, expects no callback)
+            self.busy = True
+            self.loop.at(now, self._next)
 
     def set_rate(self, rate_bps: float) -> None:
         """From the next packet on (the one in service keeps its time)."""
