@@ -76,17 +76,24 @@ class Loop:
 
 class OutPort:
     """One egress port: a FIFO (two strict classes for pq) served at ``rate_bps``, each
-    class drop-tail at ``buffer_bytes``; ``deliver(pkt, t)`` at the far end."""
+    class drop-tail at ``buffer_bytes``; ``deliver(pkt, t)`` at the far end.
 
-    __slots__ = ("name", "rate_bps", "buffer_bytes", "classes", "queued", "busy", "loop",
-                 "deliver", "drops", "sent", "max_q_bytes", "up")
+    A frame leaves from an event of the port's own, never inside the call that offered it:
+    a NIC that sends must not be re-entered by an ACK its own packet caused before its send
+    returned (the NIC core, like a socket's caller, expects no callback). One event per
+    frame: it hands the frame on and, while more wait, calls the next one for the time
+    this one has left (``free_at``)."""
+
+    __slots__ = ("name", "rate_bps", "buffer_bytes", "classes", "queued", "free_at",
+                 "scheduled", "loop", "deliver", "drops", "sent", "max_q_bytes", "up")
 
     def __init__(self, name: str, rate_bps: float, buffer_bytes: int, loop: Loop,
                  deliver: Callable, classes: int = 1):
         self.name, self.rate_bps, self.buffer_bytes = name, rate_bps, buffer_bytes
         self.classes = [deque() for _ in range(classes)]
         self.queued = [0] * classes          # bytes waiting per class (not in service)
-        self.busy = False
+        self.free_at = 0.0                   # when the frame in service has left
+        self.scheduled = False               # an event will send the next waiting frame
         self.loop, self.deliver = loop, deliver
         self.drops = 0
         self.sent = 0
@@ -117,30 +124,28 @@ class OutPort:
         q = sum(self.queued)
         if q > self.max_q_bytes:
             self.max_q_bytes = q
-        if not self.busy:
-            # the frame leaves from an event of its own, never inside the caller: a NIC
-            # that sends must not be re-entered by an ACK its own packet caused before its
-            # send returned (the NIC core, like a socket's caller, expects no callback)
-            self.busy = True
-            self.loop.at(now, self._next)
+        if not self.scheduled:
+            self.scheduled = True
+            self.loop.at(self.free_at if self.free_at > now else now, self._next)
 
     def set_rate(self, rate_bps: float) -> None:
         """From the next packet on (the one in service keeps its time)."""
         self.rate_bps = rate_bps
 
     def _next(self, now: float) -> None:
+        self.scheduled = False
         for c, q in enumerate(self.classes):
             if q:
                 pkt = q.popleft()
                 size = len(pkt) + L2_BYTES
                 self.queued[c] -= size
-                self.busy = True
                 self.sent += 1
-                self.loop.at(now + size * 8 / self.rate_bps, self._next)
+                self.free_at = now + size * 8 / self.rate_bps
+                if any(self.classes):
+                    self.scheduled = True
+                    self.loop.at(self.free_at, self._next)
                 self.deliver(pkt, now)
                 return
-        self.busy = False
-
 
 class SimNic(NicCore):
     """A host's NIC on the simulated network: its doors hand whole IPv4/UDP packets to
