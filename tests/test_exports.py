@@ -77,17 +77,36 @@ def test_numbers_take_the_width_and_decimals_nccl_tests_gives_them(value, width,
     assert export._num(value, width) == text
 
 
-def test_the_json_has_the_shape_of_nccl_tests_dash_j_output():
-    j = export.nccl_tests_json(summary(), ["symphony-emu", "run"])
+def test_the_json_has_the_shape_of_nccl_tests_dash_j_output_one_scheme_per_file():
+    j = export.nccl_tests_json(summary(), "baseline", ["symphony-emu", "run"])
     assert j["version"] == 2 and j["args"] == ["symphony-emu", "run"]
     assert set(j) >= {"start_time", "config", "results", "out_of_bounds",
                       "average_bus_bandwidth", "errors", "end_time"}
-    r = j["results"][0]
+    assert "step_bytes" in j["config"] and "step_factor" not in j["config"]   # as theirs
+    (r,) = j["results"]                             # seed 2 is unfaithful: left out
     assert set(r) == {"size", "count", "type", "redop", "root", "out_of_place", "in_place",
-                      "actual_iterations", "experiment_name"}
+                      "actual_iterations", "experiment_name"}   # no ranks given: no per-iter
     assert set(r["out_of_place"]) == {"time", "alg_bw", "bus_bw", "nwrong"}
-    assert r["experiment_name"] == "t/baseline/seed1/job1/pass0"
+    assert r["experiment_name"] == "t/baseline/seed1/job1"
     assert j["out_of_bounds"] == {"count": 0, "okay": "true"}
+    assert export.nccl_tests_json(summary(), "symphony")["results"] == []
+
+
+def test_per_iteration_data_are_each_ranks_time_and_their_maximum():
+    """What nccl-tests' analyze_perf_json.py reads of each result: out_of_place_per_iter's
+    times_us (the max over process rows, its consistency check), per_process_max_times_us
+    (rows = ranks, columns = iterations = passes) and avg/min/max/p99/cv."""
+    s = summary()
+    c = s["runs"][0]["jobs"][0]["collectives"]
+    c.append({**c[0], "pass": 1, "cct_s": 6.0})
+    ranks = {"/nowhere/s1": {(1, 0): {0: 3.0, 1: 4.0}, (1, 1): {0: 6.0, 1: 5.0}}}
+    r = export.nccl_tests_json(s, "baseline", ranks=ranks)["results"][0]
+    it = r["out_of_place_per_iter"]
+    assert it["per_process_max_times_us"] == [[3000.0, 6000.0], [4000.0, 5000.0]]
+    assert it["times_us"] == [4000.0, 6000.0]
+    assert (it["avg_us"], it["min_us"], it["max_us"]) == (5000.0, 4000.0, 6000.0)
+    assert it["cv_pct"] == pytest.approx(1414.2135 / 5000 * 100, rel=1e-4)
+    assert r["in_place_per_iter"] == it and r["actual_iterations"] == 2
 
 
 def test_the_set_page_names_every_run_with_its_verdict_and_escapes_what_it_prints(tmp_path):

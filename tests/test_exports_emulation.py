@@ -82,9 +82,10 @@ def test_the_trace_has_a_slice_per_flow_and_the_switchs_counters(run):
         t = json.load(f)
     ev = t["traceEvents"]
     _, flows = _csv(rundir / "flows.csv")
-    slices = [e for e in ev if e["ph"] == "X"]
-    assert len(slices) == len(flows)
-    assert all(e["dur"] > 0 and e["ts"] >= 0 for e in slices)
+    begins = {e["id"]: e for e in ev if e["ph"] == "b"}
+    ends = {e["id"]: e for e in ev if e["ph"] == "e"}
+    assert len(begins) == len(ends) == len(flows)
+    assert all(ends[i]["ts"] > b["ts"] >= 0 for i, b in begins.items())
     assert any(e["ph"] == "C" and e["name"].endswith("queue (B)") for e in ev)
     assert any(e["ph"] == "C" and e["name"].endswith(" marks") for e in ev)
     assert any(e["ph"] == "C" and e["name"] == "job 1 tracker" for e in ev)   # symphony
@@ -100,15 +101,19 @@ def test_nccl_tests_text_and_json_carry_the_all_reduce_bus_factor(run):
     assert re.search(r"^#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong",
                      stdout, re.M)
     assert re.search(r"^# Avg bus bandwidth\s+: \S+", stdout, re.M)
-    with open(out / "nccl-tests.json") as f:
-        j = json.load(f)
+    files = sorted(out.glob("nccl-tests-*.json"))
+    assert files and not (out / "nccl-tests.json").exists()       # one file per scheme
+    results = [r for p in files for r in json.load(open(p))["results"]]
     rows = [x for x in stdout.splitlines() if x and not x.startswith("#")
             and re.match(r"^\s+\d+\s+\d+\s+float", x)]
-    assert len(rows) == len(j["results"])
-    for r in j["results"]:
+    assert len(rows) == sum(r["actual_iterations"] for r in results)
+    for r in results:
         oop = r["out_of_place"]
         assert oop["bus_bw"] / oop["alg_bw"] == pytest.approx(2 * (N - 1) / N)
         assert oop["nwrong"] == 0
+        it = r["out_of_place_per_iter"]              # what nccl-tests' analysis reads
+        assert len(it["per_process_max_times_us"]) == N
+        assert it["times_us"] == [max(c) for c in zip(*it["per_process_max_times_us"])]
 
 
 def test_every_page_image_and_link_is_there_and_no_image_is_blank(run):

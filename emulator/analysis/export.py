@@ -155,24 +155,29 @@ SWITCH_PID0 = 1000            # trace process ids: jobs 1..; switches from here
 
 
 def trace(r: _Run) -> dict:
-    """Chrome trace-event JSON: a process per job with a track per (rank, ring) holding one
-    slice per flow the rank sent; a process per switch with counters per port (queue,
-    marks by cause) and per job (the tracker's step_min and alpha); instant events for
-    perturbations and for control commands (Symphony switched on or off)."""
+    """Chrome trace-event JSON: a process per job with, per (rank, ring), one async slice
+    per flow the rank sent (a rank sends step s+1 while step s is in flight, so its flows
+    overlap without nesting: as complete ("X") events on one thread they would break the
+    importer's stack; async slices, one id per flow, may overlap); a process per switch
+    with counters per port (queue, marks by cause) and per job (the tracker's step_min
+    and alpha); instant events for perturbations and for control commands (Symphony
+    switched on or off)."""
     us = 1e6
     ev: list[dict] = []
     tracks: dict[tuple, int] = {}
-    for row in flow_rows(r):
+    for n, row in enumerate(flow_rows(r)):
         if row["start_s"] is None or row["end_s"] is None:
             continue
         job = row["job"]
         rank = r.ranks.get(job, {}).get(row["src"], 0)
         tid = tracks.setdefault((job, row["src"], row["ring"]), rank * 64 + row["ring"])
-        ev.append({"name": f"job {job} ring {row['ring']} pass {row['pass']} step "
-                           f"{row['step']}", "cat": "flow", "ph": "X", "pid": job, "tid": tid,
-                   "ts": row["start_s"] * us, "dur": (row["end_s"] - row["start_s"]) * us,
+        common = {"name": f"job {job} ring {row['ring']} pass {row['pass']} step "
+                          f"{row['step']}", "cat": f"h{rank} ring {row['ring']}",
+                  "id": n + 1, "pid": job, "tid": tid}
+        ev.append({**common, "ph": "b", "ts": row["start_s"] * us,
                    "args": {k: row[k] for k in ("src", "dst", "path", "bytes", "retransmits",
                                                 "cnps", "ce_marks")}})
+        ev.append({**common, "ph": "e", "ts": row["end_s"] * us})
     for (job, host, ring), tid in tracks.items():
         ev.append({"name": "thread_name", "ph": "M", "pid": job, "tid": tid,
                    "args": {"name": f"{host} ring {ring}"}})
@@ -306,28 +311,107 @@ def nccl_tests_text(summary: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def nccl_tests_json(summary: dict, argv: list[str] | None = None) -> dict:
-    """The shape of nccl-tests' ``-J`` file (its version 2): results with out_of_place and
-    in_place objects, the out-of-bounds count and the average bus bandwidth."""
-    rows = [x for x in nccl_rows(summary) if x["faithful"]]
+def rank_times(rundir: str) -> dict:
+    """{(job, pass): {rank: seconds}} from a run's per-rank ``collective`` records: each
+    rank's end less the pass's earliest start, so that the largest is the pass's CCT (as
+    nccl-tests' per-iteration time is the largest over its processes)."""
+    from emulator.rundir import RunFolder
+    out: dict = {}
+    for c in RunFolder(rundir).host_records("collective"):
+        out.setdefault((c["job"], c["pass"]), []).append(c)
+    return {k: {c["rank"]: c["end_s"] - min(x["start_s"] for x in cs) for c in cs}
+            for k, cs in out.items()}
+
+
+def _iter_stats(times: list[float]) -> dict:
+    avg = sum(times) / len(times)
+    std = (sum((t - avg) ** 2 for t in times) / (len(times) - 1)) ** 0.5 if len(times) > 1 \
+        else 0.0
+    ordered = sorted(times)
+    return {"avg_us": avg, "min_us": ordered[0], "max_us": ordered[-1],
+            "p99_us": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+            "cv_pct": std / avg * 100 if avg else 0.0}
+
+
+def nccl_tests_json(summary: dict, scheme: str, argv: list[str] | None = None,
+                    ranks: dict | None = None) -> dict:
+    """One scheme's results in the shape of nccl-tests' ``-J`` file with per-iteration
+    timing (``-I 1``): a result per (seed, job, size), its iterations the job's passes of
+    that size, its processes the job's ranks (``ranks``: each faithful run's
+    :func:`rank_times`, by run folder; without them, no per-iteration data). Times in
+    µs and bandwidths in GB/s at real scale; both placements carry the same numbers (the
+    emulator has one buffer mode). nccl-tests' ``analyze_perf_json.py`` reads it."""
+    sc = Scale(summary["scale"]["dilation"])
+    us = sc.real_time_s(1.0) * 1e6                 # emulated seconds -> real-scale µs
+    results, wrong_total, nranks = [], 0, 0
+    for run in summary["runs"]:
+        if run["scheme"] != scheme or not run["fidelity"]["faithful"]:
+            continue
+        per_rank = (ranks or {}).get(run["rundir"], {})
+        for j in run["jobs"]:
+            by_size: dict = {}
+            for c in j["collectives"]:
+                if c["cct_s"] is not None:
+                    by_size.setdefault(c["nbytes"], []).append(c)
+            for size, cs in by_size.items():
+                avg_s = sum(c["cct_s"] for c in cs) / len(cs)
+                alg = size / sc.real_time_s(avg_s) / 1e9
+                bus = alg * (cs[0]["busbw_bps"] / cs[0]["algbw_bps"])
+                wrong = sum(0 if c["verified"] else 1 for c in cs)
+                wrong_total += wrong
+                placed = {"time": avg_s * us, "alg_bw": alg, "bus_bw": bus, "nwrong": wrong}
+                result = {"size": size, "count": size // 4, "type": "float",
+                          "redop": NCCL_TYPE.get(j.get("algorithm"), "sum"),
+                          "root": f"{-1:6d}", "out_of_place": placed, "in_place": placed,
+                          "actual_iterations": len(cs),
+                          "experiment_name": f"{summary['name']}/{scheme}/seed{run['seed']}"
+                                             f"/job{j['job']}"}
+                rows = [per_rank.get((j["job"], c["pass"]), {}) for c in cs]
+                members = sorted(set().union(*rows)) if rows else []
+                if members and all(set(r) == set(members) for r in rows):
+                    nranks = max(nranks, len(members))
+                    per_process = [[r[m] * us for r in rows] for m in members]
+                    per_iter = {"times_us": [max(col) for col in zip(*per_process)],
+                                "per_process_max_times_us": per_process}
+                    per_iter.update(_iter_stats(per_iter["times_us"]))
+                    result["out_of_place_per_iter"] = result["in_place_per_iter"] = per_iter
+                results.append(result)
     now = time.strftime("%Y-%m-%d %H:%M:%S")
-    wrong = sum(x["nwrong"] for x in rows)
-    avg = sum(x["bus_bw"] for x in rows) / len(rows) if rows else 0.0
+    avg_bus = sum(r["out_of_place"]["bus_bw"] for r in results) / len(results) if results \
+        else 0.0
+    sizes = [r["size"] for r in results]
     return {"version": 2, "start_time": now, "args": list(argv or []), "env": [],
-            "nccl_version": 0,
-            "config": {"nthreads": 1, "ngpus": 1, "minimum_bytes": min((x["size"] for x in rows), default=0),
-                       "maximum_bytes": max((x["size"] for x in rows), default=0),
-                       "step_factor": 1, "warmup_iters": 0, "iterations": 1,
+            "nccl_version": 0, "symphony_emu": {"scheme": scheme, "ranks": nranks,
+                                                "real_scale": True,
+                                                "dilation": summary["scale"]["dilation"]},
+            "config": {"nthreads": 1, "ngpus": 1, "minimum_bytes": min(sizes, default=0),
+                       "maximum_bytes": max(sizes, default=0), "step_bytes": 0,
+                       "warmup_iters": 0,
+                       "iterations": max((r["actual_iterations"] for r in results),
+                                         default=0),
                        "aggregated_iterations": 1, "validation": 1, "graph": 0,
-                       "blocking_collectives": "false", "per_iter_timing": "false",
-                       "parallel_init": "false", "devices": []},
-            "results": [{"size": x["size"], "count": x["count"], "type": x["type"],
-                         "redop": x["redop"], "root": f"{x['root']:6d}",
-                         "out_of_place": {k: x[k] for k in ("time", "alg_bw", "bus_bw",
-                                                            "nwrong")},
-                         "in_place": {k: x[k] for k in ("time", "alg_bw", "bus_bw", "nwrong")},
-                         "actual_iterations": 1, "experiment_name": x["experiment_name"]}
-                        for x in rows],
-            "out_of_bounds": {"count": wrong, "okay": "true" if not wrong else "false"},
-            "average_bus_bandwidth": {"bandwidth": avg, "okay": "unchecked"},
+                       "blocking_collectives": "false", "per_iter_timing": "true",
+                       "parallel_init": "false",
+                       "devices": [{"rank": k, "hostname": f"rank{k}"} for k in range(nranks)]},
+            "results": results,
+            "out_of_bounds": {"count": wrong_total, "okay": "true" if not wrong_total
+                              else "false"},
+            "average_bus_bandwidth": {"bandwidth": avg_bus, "okay": "unchecked"},
             "errors": [], "end_time": now}
+
+
+def write_nccl_tests_json(out_dir: str, summary: dict) -> list[str]:
+    """``nccl-tests-<scheme>.json`` per scheme (one file mixing schemes would average their
+    bandwidths together); a mixed ``nccl-tests.json`` of an older report is removed."""
+    ranks = {r["rundir"]: rank_times(r["rundir"]) for r in summary["runs"]
+             if r["fidelity"]["faithful"] and os.path.isdir(r["rundir"])}
+    paths = []
+    for scheme in dict.fromkeys(r["scheme"] for r in summary["runs"]):
+        path = os.path.join(out_dir, f"nccl-tests-{scheme}.json")
+        with open(path, "w") as f:
+            json.dump(nccl_tests_json(summary, scheme, ranks=ranks), f, indent=1)
+        paths.append(path)
+    old = os.path.join(out_dir, "nccl-tests.json")
+    if os.path.exists(old):
+        os.remove(old)
+    return paths

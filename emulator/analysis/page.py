@@ -135,7 +135,9 @@ def set_page(out_dir: str, summary: dict) -> str:
     for p in summary.get("plots", []):
         rel = os.path.relpath(p, out_dir)
         body.append(f'<h3>{_e(rel)}</h3><img src="{html.escape(rel, quote=True)}" alt="{_e(rel)}">')
-    files = [n for n in ("summary.json", "nccl-tests.json") if os.path.exists(os.path.join(out_dir, n))]
+    files = [n for n in ["summary.json"] + sorted(
+        n for n in os.listdir(out_dir) if n.startswith("nccl-tests-") and n.endswith(".json"))
+        if os.path.exists(os.path.join(out_dir, n))]
     body.append("<p>" + " ".join(_link(n).html for n in files) + "</p>")
     return _write(os.path.join(out_dir, "index.html"), _page(summary["name"], body))
 

@@ -136,7 +136,7 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
               fresh: bool = False, twin: bool = True) -> dict:
     """Analyze every run folder in ``out_dir`` into ``summary.json`` (and, with
     ``exports``, each emulated run's tables and trace -- made again with ``fresh``, else
-    kept when newer than the run --, ``nccl-tests.json`` and the ``index.html`` pages:
+    kept when newer than the run --, ``nccl-tests-<scheme>.json`` and the ``index.html`` pages:
     ``emulator.analysis.export``, ``page``)."""
     folders = run_folders(out_dir)
     runs = sorted((analyze_run(r.path, twin) for r in folders),
@@ -173,8 +173,7 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
             if r["backend"] == "emulation":
                 export.write_run(r["rundir"], force=fresh)
             page.run_page(r)
-        with open(os.path.join(out_dir, "nccl-tests.json"), "w") as f:
-            json.dump(export.nccl_tests_json(summary), f, indent=1)
+        export.write_nccl_tests_json(out_dir, summary)
         page.set_page(out_dir, summary)
     return summary
 

@@ -37,7 +37,7 @@ def _emulating(p: argparse.ArgumentParser) -> None:
 def _formats(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default="table",
                    help="table (ours, default) or nccl-tests (their columns, time(us) and "
-                        "GB/s at real scale, and footer; nccl-tests.json, shaped like their "
+                        "GB/s at real scale, and footer; nccl-tests-<scheme>.json, shaped like their "
                         "-J file, is written either way)")
 
 
