@@ -21,6 +21,7 @@ the model (fluid = bound), transport is emulation error alone: the verdict check
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import replace
 
@@ -234,3 +235,34 @@ def _factors(c: dict) -> dict:
 def _span(colls: dict, job: int) -> float | None:
     mine = [c for (j, _), c in colls.items() if j == job]
     return max(c["end_s"] for c in mine) - min(c["start_s"] for c in mine) if mine else None
+
+
+def twin_paths(run_set: str, spec, scheme: str, seed: int) -> dict:
+    """The node paths the emulated run of ``seed`` in the run set ``run_set`` recorded,
+    keyed as :class:`~emulator.sim.network.Network` follows them: (src IP, dst IP, UDP
+    source port). The run of the same scheme if there is one, else any scheme's of that
+    seed (a seed's paths are the same under every scheme). The agents record data flows
+    only: ACKs and CNPs take the simulator's own hash. SimError when there is none, it is
+    of another spec or fabric, or its agents recorded no paths."""
+    from emulator.rundir import run_folders
+    from emulator.sim.run import SimError, by_sport
+    if not os.path.isdir(run_set):
+        raise SimError(f"--paths {run_set}: no such folder (give an emulated run set, the "
+                       "--out of `symphony-emu run`)")
+    runs = [r for r in run_folders(run_set) if r.manifest.get("seed") == seed
+            and r.manifest.get("backend", "emulation") == "emulation"]
+    runs.sort(key=lambda r: r.manifest.get("scheme") != scheme)
+    if not runs:
+        raise SimError(f"--paths {run_set}: no emulated run of seed {seed} in it")
+    run = runs[0]
+    man = run.manifest
+    plan = planning.compile(spec, scheme, seed)
+    if man.get("name") != spec.name or man.get("path_hops") != plan.path_hops \
+            or man.get("link_rate_bps") != plan.link_rate_bps:
+        raise SimError(f"--paths {run.path}: a run of spec {man.get('name')!r} on another "
+                       f"fabric; this is {spec.name!r}")
+    got = recorded_paths(run, plan)
+    if not got:
+        raise SimError(f"--paths {run.path}: its agents recorded no paths (a run from "
+                       "before they did, or one that never started)")
+    return by_sport(plan, got)

@@ -212,12 +212,13 @@ def _cmd_run(args) -> int:
         return 2
     given = {}
     if sim:
-        from emulator.sim.run import SimError, check as sim_check, recorded_paths
+        from emulator.analysis.split import twin_paths
+        from emulator.sim.run import SimError, check as sim_check
         from emulator import plan as planning
         try:
             sim_check(spec, planning.compile(spec, schemes[0], seeds[0]))
             if args.paths:
-                given = {(scheme, seed): recorded_paths(args.paths, spec, scheme, seed)
+                given = {(scheme, seed): twin_paths(args.paths, spec, scheme, seed)
                          for scheme in schemes for seed in seeds}
         except SimError as e:
             print(f"symphony-emu run: {e}", file=sys.stderr)

@@ -70,37 +70,6 @@ def check(spec, plan) -> None:
                            "simulated; run it with --backend emulation")
 
 
-def recorded_paths(run_set: str, spec, scheme: str, seed: int) -> dict:
-    """The node paths the emulated run of ``seed`` in the run set ``run_set`` recorded,
-    keyed as :class:`~emulator.sim.network.Network` follows them: (src IP, dst IP, UDP
-    source port). The run of the same scheme if there is one, else any scheme's of that
-    seed (a seed's paths are the same under every scheme). The agents record data flows
-    only: ACKs and CNPs take the simulator's own hash. SimError when there is none, it is
-    of another spec or fabric, or its agents recorded no paths."""
-    from emulator.analysis.split import recorded_paths as from_agents
-    from emulator.rundir import run_folders
-    if not os.path.isdir(run_set):
-        raise SimError(f"--paths {run_set}: no such folder (give an emulated run set, the "
-                       "--out of `symphony-emu run`)")
-    runs = [r for r in run_folders(run_set) if r.manifest.get("seed") == seed
-            and r.manifest.get("backend", "emulation") == "emulation"]
-    runs.sort(key=lambda r: r.manifest.get("scheme") != scheme)
-    if not runs:
-        raise SimError(f"--paths {run_set}: no emulated run of seed {seed} in it")
-    run = runs[0]
-    man = run.manifest
-    plan = planning.compile(spec, scheme, seed)
-    if man.get("name") != spec.name or man.get("path_hops") != plan.path_hops \
-            or man.get("link_rate_bps") != plan.link_rate_bps:
-        raise SimError(f"--paths {run.path}: a run of spec {man.get('name')!r} on another "
-                       f"fabric; this is {spec.name!r}")
-    got = from_agents(run, plan)
-    if not got:
-        raise SimError(f"--paths {run.path}: its agents recorded no paths (a run from "
-                       "before they did, or one that never started)")
-    return by_sport(plan, got)
-
-
 def by_sport(plan, paths: dict) -> dict:
     """Recorded paths, {(job, channel, wire step, src IP, dst IP): node path} as
     ``emulator.analysis.split.recorded_paths`` reads them, keyed as the network follows
@@ -115,8 +84,9 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
             host_delay_s: float | None = None, repeat: int = 1) -> dict:
     """Simulate one (scheme, seed) run of ``spec`` into ``rundir``; returns its
     measurements. ``paths``: {(src_ip, dst_ip, sport): node path} to follow instead of
-    the ECMP hash (:func:`recorded_paths`: an emulated run's). ``host_delay_s``: the
-    hosts' mean processing delay per datagram (None: the spec's ``sim.host_delay_ms``;
+    the ECMP hash (``emulator.analysis.split.twin_paths``: an emulated run's).
+    ``host_delay_s``: the hosts' mean processing delay per datagram (None: the spec's
+    ``sim.host_delay_ms``;
     a twin takes 0, so that emulated / twin is all that emulating adds). ``repeat``: the
     seed's k-th run, the same paths with other draws of the hosts' timing."""
     plan = planning.compile(spec, scheme, seed)

@@ -26,10 +26,6 @@ flow-level model (``emulator.model.ranks``) both drive.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from hosts.collectives.schedule import Schedule
 
 ON_ARRIVAL, IN_ORDER = "on_arrival", "in_order"
 ORDERS = (ON_ARRIVAL, IN_ORDER)
@@ -55,8 +51,9 @@ class Dependencies:
     post_after: tuple
 
 
-def dependencies(schedule: Schedule, order: str = DEFAULT_ORDER) -> Dependencies:
-    """The waits of ``schedule`` under ``order``.
+def dependencies(schedule, order: str = DEFAULT_ORDER) -> Dependencies:
+    """The waits of ``schedule`` (a ``hosts.collectives.schedule.Schedule``, which imports
+    this module) under ``order``.
 
     On a ring all-reduce under ``on_arrival`` the only waits beyond the paper's (step s-1
     before step s's send) are ones causality already keeps, so they never hold anything:
