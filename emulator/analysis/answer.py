@@ -15,7 +15,7 @@ import os
 import statistics
 import sys
 
-from emulator.analysis.report import evidence_text
+from emulator.analysis.evidence import evidence_text
 
 WORDS = {"cct": "CCT (a collective)", "jct": "JCT (the job)"}
 
