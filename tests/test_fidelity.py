@@ -211,6 +211,23 @@ def test_a_cpu_meter_reads_the_busy_share_from_whichever_proc_stat_it_is_given()
     assert m.stop() == pytest.approx(1 - 700 / 1100) and m.steal == pytest.approx(100 / 1100)
 
 
+def test_a_server_silent_when_its_meter_starts_is_left_unmeasured_not_a_crash():
+    """A server lost between t = 0 and its meter's first read (the loop then reports its
+    dead nodes): its busy share is None, and the run goes on to write its measurements."""
+    from emulator.launch.runner import CpuMeter, _busy
+
+    def silent():
+        raise RuntimeError("server s1: ['head', '-n', '1', '/proc/stat'] exited 255")
+    m = CpuMeter(silent)
+    with pytest.raises(RuntimeError):
+        m.start()
+    assert _busy(m) is None
+    lines = iter(["cpu  100 0 100 700 100 0 0\n", "cpu  garbage\n"])
+    m = CpuMeter(lambda: next(lines))
+    m.start()
+    assert _busy(m) is None                  # an answer that is not /proc/stat
+
+
 def test_a_saturated_cpu_says_how_much_of_it_the_hypervisor_took():
     meas = {**meas_with({}), "cpu_busy": 0.95, "cpu_steal": 0.21}
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [])

@@ -36,6 +36,7 @@ class CpuMeter:
 
     def __init__(self, read_stat=_local_stat):
         self._stat = read_stat
+        self._t0 = None
 
     def _read(self):
         v = [int(x) for x in self._stat().split()[1:]]
@@ -50,10 +51,16 @@ class CpuMeter:
         """The busy share; ``steal`` is then the part of it a hypervisor gave to others
         (on a shared virtual machine the emulation's processes may wait for a CPU that
         the machine counts as theirs)."""
+        if self._t0 is None:
+            raise RuntimeError("the meter was never started (its server did not answer)")
         total, idle, steal = self._read()
         dt, di = total - self._t0[0], idle - self._t0[1]
         self.steal = (steal - self._t0[2]) / dt if dt else 0.0
         return 1 - di / dt if dt else 0.0
+
+
+# what reading a server over ssh raises when it no longer answers (or answers nonsense)
+SERVER_SILENT = (OSError, RuntimeError, subprocess.SubprocessError, ValueError)
 
 
 def server_meters(fab) -> dict[str, CpuMeter]:
@@ -72,7 +79,7 @@ def _busy(meter: CpuMeter) -> float | None:
     has the machine's and the other servers')."""
     try:
         return meter.stop()
-    except (OSError, RuntimeError, subprocess.SubprocessError, ValueError):
+    except SERVER_SILENT:
         return None
 
 
@@ -169,11 +176,19 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
             if started:
                 meas["t_start"] = t0           # t = 0 of every job's start_s
                 servers = server_meters(fab)
+                # a server lost from here on is the loop's to report (its nodes died):
+                # what cannot be read of it now is only left unmeasured
                 if fab.overlay is not None:
-                    underlay0 = fab.overlay.counters()
+                    try:
+                        underlay0 = fab.overlay.counters()
+                    except SERVER_SILENT as e:
+                        meas["underlay_unread"] = str(e)
                 cpu.start()                    # the run itself, not the set-up
                 for m in servers.values():
-                    m.start()
+                    try:
+                        m.start()
+                    except SERVER_SILENT:
+                        pass                   # _busy then says None for it
                 t_begin = time.monotonic()
 
                 def tick():
@@ -206,12 +221,12 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
         meas["agents"] = agent_measurements(fab)
         meas["rank_summaries"] = procs.summaries
         meas["clocks"] = procs.clocks            # each process's clock, probed before t = 0
-        if fab.overlay is not None:          # what crossed between servers, while it ran
-            ov = fab.overlay
+        if fab.overlay is not None and "underlay_unread" not in meas:
+            ov = fab.overlay                 # what crossed between servers, while it ran
             try:
                 meas["underlay"] = underlay_use(underlay0, ov.counters(), meas["wall_s"],
                                                 [ov.capacity_bps(i) for i in range(ov.n)])
-            except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+            except SERVER_SILENT as e:
                 meas["underlay_unread"] = str(e)     # a server no longer answers
     if "broken" not in meas:                 # an agent whose server no longer answered
         lost = [f"{name}: {a['lost']}" for name, a in meas["agents"].items() if "lost" in a]
