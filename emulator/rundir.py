@@ -47,7 +47,7 @@ class RunFolder:
                     "scale": {"dilation": plan.scale.dilation},
                     "link_rate_bps": plan.link_rate_bps, "mtu_bytes": plan.mtu_bytes,
                     "path_hops": plan.path_hops, "layouts": [asdict(x) for x in plan.layouts],
-                    "versions": _versions(), "git_revision": _git_revision(),
+                    "versions": _versions(), "git_revision": git_revision(),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     "machine": {"cpus": os.cpu_count(), "node": platform.node()}, **extra}
         self._write(MANIFEST, manifest)
@@ -123,7 +123,7 @@ def run_folders(out_dir: str) -> list[RunFolder]:
             if os.path.exists(os.path.join(out_dir, d, MANIFEST))]
 
 
-def _git_revision() -> str:
+def git_revision() -> str:
     try:
         return subprocess.run(["git", "-C", wiring.REPO_ROOT, "describe", "--always", "--dirty"],
                               capture_output=True, text=True, timeout=5).stdout.strip() or "unknown"

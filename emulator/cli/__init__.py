@@ -183,6 +183,17 @@ def _progress_printer(label: str, unit: str = "steps"):
     return show
 
 
+def _dask_answers(cmd: str, address: str) -> bool:
+    from emulator.sim.pool import reach
+    from emulator.sim.run import SimError
+    try:
+        reach(address)
+        return True
+    except SimError as e:
+        print(f"symphony-emu {cmd}: {e}", file=sys.stderr)
+        return False
+
+
 def _cmd_run(args) -> int:
     from emulator.analysis import report
     from emulator.launch import runner
@@ -209,6 +220,12 @@ def _cmd_run(args) -> int:
     if args.paths and not sim:
         print("symphony-emu run: --paths is for --backend sim (a twin of an emulated run)",
               file=sys.stderr)
+        return 2
+    if args.dask and not sim:
+        print("symphony-emu run: --dask is for --backend sim (the emulation keeps one run "
+              "at a time)", file=sys.stderr)
+        return 2
+    if args.dask and not _dask_answers("run", args.dask):
         return 2
     given = {}
     if sim:
@@ -245,13 +262,16 @@ def _cmd_run(args) -> int:
           f"-> {out}")
     print(f"symphony-emu run: {'simulated (virtual time)' if sim else _layout(spec)}")
     def run_seeds(batch):
+        # seed by seed, the schemes of one seed (and repeat) side by side, in turns: a
+        # machine that drifts over a long sitting then moves both sides of a pair alike
         runs = [(f"{scheme}-seed{seed}" + (f"-rep{k}" if k > 1 else ""), scheme, seed, k)
-                for scheme in schemes for seed in batch for k in range(1, args.repeat + 1)]
+                for i, seed in enumerate(batch) for k in range(1, args.repeat + 1)
+                for scheme in (schemes if (i + k) % 2 else schemes[::-1])]
         if sim:
-            from emulator.sim.run import run_many
+            from emulator.sim.pool import run_many
             run_many([(name, spec, scheme, seed, os.path.join(out, name),
                        given.get((scheme, seed)), k) for name, scheme, seed, k in runs],
-                     args.jobs)
+                     args.jobs, args.dask)
             return
         for name, scheme, seed, k in runs:
             runner.run_one(spec, scheme, seed, os.path.join(out, name),
@@ -264,10 +284,15 @@ def _cmd_run(args) -> int:
         print("symphony-emu run: --until-decided compares each scheme with the baseline; "
               "run baseline too (--scheme or run.schemes)", file=sys.stderr)
         return 2
-    if args.until_decided:
-        sequential = _until_decided(args, spec, schemes, seeds, out, run_seeds)
-    else:
-        run_seeds(seeds)
+    from emulator.sim.run import SimError
+    try:
+        if args.until_decided:
+            sequential = _until_decided(args, spec, schemes, seeds, out, run_seeds)
+        else:
+            run_seeds(seeds)
+    except SimError as e:                      # e.g. no Dask scheduler at --dask
+        print(f"symphony-emu run: {e}", file=sys.stderr)
+        return 2
     summary = report.summarize(out, plots=not args.no_plots)
     if sequential is not None:
         summary["sequential"] = sequential
@@ -418,13 +443,23 @@ def _cmd_sweep(args) -> int:
                 "sweep", spec, (args.scheme or spec.run.schemes)[0], spec.run.seeds[0],
                 args.force_size, f" ({label})"):
             return 2
+    if args.dask and args.backend != "sim":
+        print("symphony-emu sweep: --dask is for --backend sim", file=sys.stderr)
+        return 2
+    if args.dask and not _dask_answers("sweep", args.dask):
+        return 2
     out = _out_dir(args.out, load(args.spec).name + "-sweep")
     os.makedirs(out, exist_ok=True)
     print(f"symphony-emu sweep: -> {out} (run again with --out {out} to resume)")
     seeds = list(range(1, args.seeds + 1)) if args.seeds else None
-    rows = sweep.run_sweep(args.spec, out, args.param or [], _sets(args), args.scheme,
-                           seeds, _progress_printer, args.variant, args.backend,
-                           not args.no_plots, args.jobs)
+    from emulator.sim.run import SimError
+    try:
+        rows = sweep.run_sweep(args.spec, out, args.param or [], _sets(args), args.scheme,
+                               seeds, _progress_printer, args.variant, args.backend,
+                               not args.no_plots, args.jobs, args.dask)
+    except SimError as e:
+        print(f"symphony-emu sweep: {e}", file=sys.stderr)
+        return 2
     return 1 if any(not r["faithful"] for r in rows) else 0
 
 

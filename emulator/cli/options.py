@@ -28,6 +28,13 @@ FORCE_SIZE_HELP = ("run even a spec larger than this machine emulates (hosts, pr
                    "memory: emulator/launch/capacity.py)")
 
 
+def _dask(p) -> None:
+    p.add_argument("--dask", metavar="ADDRESS",
+                   help="with --backend sim: hand the runs to the Dask scheduler at ADDRESS "
+                        "(host:port; its workers need this revision of symphony-emu, not this "
+                        "disk: each run folder comes back packed); instead of --jobs")
+
+
 def _emulating(p: argparse.ArgumentParser) -> None:
     """The options of a command that emulates: the size guard's, and the servers."""
     p.add_argument("--force-size", action="store_true", help=FORCE_SIZE_HELP)
@@ -75,6 +82,7 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     r.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
                    help="with --backend sim: runs at once, each in its own process "
                         "(default: this machine's CPUs)")
+    _dask(r)
     r.add_argument("--paths", metavar="RUNSET",
                    help="with --backend sim: each run follows the paths the emulated run of "
                         "its seed in RUNSET (a `run --out` folder) recorded: its twin")
@@ -99,6 +107,7 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     sw.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
                     help="with --backend sim: runs at once, each in its own process "
                          "(default: this machine's CPUs)")
+    _dask(sw)
     sw.add_argument("--no-plots", action="store_true", help="tables only")
     _emulating(sw)
     sw.set_defaults(func=run["sweep"], needs_root=False)       # emulation checks it itself

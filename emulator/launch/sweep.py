@@ -66,10 +66,11 @@ def _runs(spec_path, out, pts, schemes, seeds):
             for rundir in [os.path.join(pdir, f"{scheme}-seed{seed}")]]
 
 
-def _simulate_all(spec_path, out, pts, schemes, seeds, jobs: int) -> None:
+def _simulate_all(spec_path, out, pts, schemes, seeds, jobs: int, dask) -> None:
     """Every simulated run of the sweep not done before, ``jobs`` at a time (processes:
-    each run is one Python process's work), each printed as it ends."""
-    from emulator.sim.run import run_many
+    each run is one Python process's work) or on the Dask scheduler ``dask``, each
+    printed as it ends."""
+    from emulator.sim.pool import run_many
     todo = []
     for _, spec, _, runs in _runs(spec_path, out, pts, schemes, seeds):
         for name, scheme, seed, rundir, done in runs:
@@ -77,18 +78,18 @@ def _simulate_all(spec_path, out, pts, schemes, seeds, jobs: int) -> None:
                 print(f"{name}: done before, kept")
             else:
                 todo.append((name, spec, scheme, seed, rundir, None, 1))
-    run_many(todo, jobs)
+    run_many(todo, jobs, dask)
 
 
 def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[str],
               schemes: list[str] | None, seeds: list[int] | None, progress=None,
               only: list[str] | None = None, backend: str = "emulation",
-              plots: bool = True, jobs: int = 1) -> list[dict]:
+              plots: bool = True, jobs: int = 1, dask=None) -> list[dict]:
     """``backend``: ``emulation`` (the fabric; schemes baseline, symphony, pq), ``sim``
     (the same protocol code on a virtual clock, ``emulator.sim``; the same schemes) or
     ``fluid`` (the flow-level model, ``emulator.launch.predict``; schemes baseline,
     ideal-priority, pq, all by default). ``jobs``: simulated runs in that many processes
-    at once (the emulation keeps one run at a time)."""
+    at once, or on the Dask scheduler at ``dask`` (the emulation keeps one run at a time)."""
     from emulator.launch import predict
     if backend == "fluid" and not schemes:
         schemes = list(predict.MODEL_SCHEMES)
@@ -97,7 +98,7 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
     firsts = []
     pts = points(spec_path, params, base_overrides, only)
     if backend == "sim":
-        _simulate_all(spec_path, out, pts, schemes, seeds, jobs)
+        _simulate_all(spec_path, out, pts, schemes, seeds, jobs, dask)
     for label, spec, pdir, runs in _runs(spec_path, out, pts, schemes, seeds):
         for name, scheme, seed, rundir, done in runs:
             if backend == "sim":

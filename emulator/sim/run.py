@@ -189,28 +189,6 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
     return meas
 
 
-def _one(task) -> dict:
-    _, spec, scheme, seed, rundir, paths, repeat = task
-    return run_sim(spec, scheme, seed, rundir, paths, repeat=repeat)["sim"]
-
-
-def run_many(tasks: list, jobs: int = 1) -> None:
-    """Simulate (name, spec, scheme, seed, rundir, paths, repeat) runs, ``jobs`` processes
-    at once, printing each as it ends (one run is one Python process's work)."""
-    def say(name, m):
-        print(f"{name}: simulated {m['end_s']:.2f} s in {m['wall_s']:.1f} s "
-              f"({m['data_packets']} data packets)", flush=True)
-    if jobs <= 1 or len(tasks) <= 1:
-        for task in tasks:
-            say(task[0], _one(task))
-        return
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        running = {pool.submit(_one, task): task[0] for task in tasks}
-        for fut in as_completed(running):
-            say(running[fut], fut.result())
-
-
 def _perturb(net: Network, e, t: float) -> None:
     p = e.what
     if isinstance(p, pt.LinkDown):

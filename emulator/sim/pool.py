@@ -1,0 +1,131 @@
+"""Many simulated runs at once: in this machine's processes, or on a Dask cluster.
+
+A simulated run is one Python process's work from start to end (``run.run_sim``), so
+runs scale by processes: ``jobs`` of them here (``concurrent.futures``), or as many as a
+Dask cluster's workers (``address``, ``distributed``'s scheduler: past one machine, on an
+engine our users may already run). A worker need not share this machine's disk: it
+simulates into a folder of its own and sends the run folder back, packed, and the run is
+unpacked where this process wanted it. Every worker must run this revision of the code;
+one that does not refuses the run, naming both revisions."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+
+from emulator.rundir import git_revision
+from emulator.sim.run import SimError, run_sim
+
+
+def run_many(tasks: list, jobs: int = 1, address: str | None = None) -> None:
+    """Simulate (name, spec, scheme, seed, rundir, paths, repeat) runs, ``jobs``
+    processes at once, or on the Dask scheduler at ``address`` (``host:port``), printing
+    each as it ends."""
+    if address is not None:
+        _on_dask(tasks, address)
+        return
+    if jobs <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            _say(task[0], _one(task))
+        return
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        running = {pool.submit(_one, task): task[0] for task in tasks}
+        for fut in as_completed(running):
+            _say(running[fut], fut.result())
+
+
+def _say(name: str, m: dict) -> None:
+    print(f"{name}: simulated {m['end_s']:.2f} s in {m['wall_s']:.1f} s "
+          f"({m['data_packets']} data packets)", flush=True)
+
+
+def _one(task) -> dict:
+    _, spec, scheme, seed, rundir, paths, repeat = task
+    return run_sim(spec, scheme, seed, rundir, paths, repeat=repeat)["sim"]
+
+
+CONNECT_TIMEOUT_S = 10
+
+
+def reach(address: str) -> None:
+    """Raise SimError, one line, unless a Dask scheduler answers at ``address`` (checked
+    before anything is written)."""
+    _client(address).close()
+
+
+def _client(address: str):
+    try:
+        from distributed import Client
+    except ImportError:
+        raise SimError("--dask needs Dask's distributed package: pip install "
+                       "'symphony-emu[dask]' (or distributed)") from None
+    try:
+        return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s")
+    except (OSError, TimeoutError, ValueError) as e:
+        raise SimError(f"--dask {address}: no Dask scheduler answers there "
+                       f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+
+
+def _on_dask(tasks: list, address: str) -> None:
+    from distributed import as_completed
+    client = _client(address)
+    try:
+        revision = git_revision()
+        futures = {client.submit(_packed, task, revision, pure=False): task for task in tasks}
+        for fut in as_completed(futures):
+            task = futures[fut]
+            m, packed, worker = fut.result()
+            _unpack(packed, task[4])
+            _say(f"{task[0]} (on {worker})", m)
+    finally:
+        client.close()
+
+
+def _packed(task, revision: str) -> tuple[dict, bytes, str]:
+    """On a worker: the run, simulated into a folder of the worker's own, packed."""
+    import platform
+    mine = git_revision()
+    if mine != revision:
+        raise SimError(f"the Dask worker on {platform.node()} runs revision {mine}; this "
+                       f"sweep needs {revision}: install the same code on every worker")
+    name, spec, scheme, seed, _, paths, repeat = task
+    with tempfile.TemporaryDirectory(prefix="symphony-sim-") as tmp:
+        rundir = os.path.join(tmp, "run")
+        m = run_sim(spec, scheme, seed, rundir, paths, repeat=repeat)["sim"]
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            tar.add(rundir, arcname=".")
+    return m, buf.getvalue(), platform.node()
+
+
+def _unpack(packed: bytes, rundir: str) -> None:
+    """The worker's run folder into ``rundir``: written beside it, then moved in whole,
+    so that an interrupted copy never looks like a finished run."""
+    parent = os.path.dirname(os.path.abspath(rundir))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".unpack-", dir=parent)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
+            tar.extractall(tmp, members=_plain(tar))
+        if os.path.exists(rundir):
+            shutil.rmtree(rundir)
+        os.replace(tmp, rundir)
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+
+
+def _plain(tar: tarfile.TarFile):
+    """The archive's files and folders, refusing anything else or any name that would land
+    outside the run folder (tarfile's own ``filter="data"`` is Python 3.11.4 and later;
+    Debian 12 ships 3.11.2)."""
+    for m in tar.getmembers():
+        parts = os.path.normpath(m.name).split(os.sep)
+        if os.path.isabs(m.name) or ".." in parts or not (m.isfile() or m.isdir()):
+            raise SimError(f"a Dask worker sent back {m.name!r}: not a plain file of a run "
+                           "folder")
+        yield m
