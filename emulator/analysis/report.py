@@ -25,6 +25,7 @@ from collections import defaultdict
 import numpy as np
 
 from emulator.analysis import metrics, split, verdict
+from emulator.analysis.stats import median_interval
 from emulator.analysis.evidence import (METRICS, evidence, evidence_text,  # noqa: F401
                                         noise_floor, primary_metric, print_evidence,
                                         print_noise)
@@ -274,6 +275,32 @@ def compare_split(runs: list[dict]) -> dict:
         gain = 1 - y["emulated_s"] / b["emulated_s"]
         y["gain_vs_baseline"] = gain
         y["realised_share_of_ideal"] = gain / y["ideal_gain"]
+        y["realised_share_by_seed"] = share = _share_by_seed(runs)
+        ci = median_interval(list(share.values())) if share else None
+        if ci:
+            y["realised_share_ci"] = [ci[0], ci[1]]
+    return out
+
+
+def _share_by_seed(runs: list[dict]) -> dict:
+    """Per seed with both runs split: Symphony's gain on the baseline's median CCT over
+    the ideal-priority gain on Symphony's own paths, (1 - S / B) / G; where G is 0 there is
+    no gain to share and the seed is left out."""
+    def med(r, key):
+        v = [c[key] for j in (r.get("split") or {}).get("jobs", []) for c in j["collectives"]
+             if c.get(key) is not None]
+        return float(np.median(v)) if v else None
+    got = defaultdict(dict)
+    for r in runs:
+        got[r.get("seed")][r["scheme"]] = r
+    out = {}
+    for seed, by in sorted(got.items(), key=lambda kv: str(kv[0])):
+        if "baseline" not in by or "symphony" not in by:
+            continue
+        b, y = med(by["baseline"], "emulated_s"), med(by["symphony"], "emulated_s")
+        g = med(by["symphony"], "ideal_gain")
+        if b and y and g:
+            out[str(seed)] = (1 - y / b) / g
     return out
 
 
@@ -450,9 +477,18 @@ def print_split(summary: dict) -> None:
                       "over many passes the model is chaotic, so one draw is not a bound)")
     y = sp.get("symphony", {})
     if "realised_share_of_ideal" in y:
+        n = len(y.get("realised_share_by_seed") or {})
+        ci = y.get("realised_share_ci")
+        per_seed = (f"; per seed, median [95 % interval] {_median_of(y):.0%} "
+                    f"[{ci[0]:.0%}, {ci[1]:.0%}], n = {n}" if ci else
+                    f"; per seed, n = {n}: too few seeds for a 95 % interval")
         print(f"Symphony's median CCT, {-y['gain_vs_baseline']:+.1%} against the baseline's, "
               f"is {y['realised_share_of_ideal']:.0%} of what ideal-priority wins on the same "
-              f"paths ({-y['ideal_gain']:+.1%})")
+              f"paths ({-y['ideal_gain']:+.1%}){per_seed}")
+
+
+def _median_of(y: dict) -> float:
+    return float(np.median(list(y["realised_share_by_seed"].values())))
 
 
 def print_drops(summary: dict) -> None:
