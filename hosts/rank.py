@@ -15,6 +15,7 @@ Telemetry: the NIC's per-flow records plus one ``collective`` record per rank an
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -34,10 +35,16 @@ ITEM = np.dtype(DTYPE).itemsize
 STEP_MASK = 0xFFFF
 
 
+@functools.lru_cache(maxsize=32)
 def rank_base(seed: int, job: int, rank: int, count: int) -> np.ndarray:
-    """A rank's seeded base values: small integers (0..63) as float32."""
+    """A rank's seeded base values: small integers (0..63) as float32, read-only. Kept:
+    every member of a group needs every other's to know its result, and a process that
+    runs many ranks (a host group, the simulator) would draw each one again per member;
+    the ones kept are those its own ranks hold anyway."""
     rng = np.random.default_rng([seed, job, rank])
-    return rng.integers(0, 64, count).astype(DTYPE)
+    base = rng.integers(0, 64, count).astype(DTYPE)
+    base.setflags(write=False)
+    return base
 
 
 def build(cfg: RankConfig):

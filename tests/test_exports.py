@@ -139,3 +139,37 @@ def test_the_sweep_page_links_every_points_page_and_shows_its_plots(tmp_path):
     for href in re.findall(r'href="([^"]+)"', text) + re.findall(r'src="([^"]+)"', text):
         assert (tmp_path / href).exists(), href
     assert 'href="k_0.01/index.html"' in text and 'src="sweep_plot.png"' in text
+
+
+def test_pages_say_what_the_console_says_and_each_run_page_names_its_spec_and_code(
+        tmp_path, capsys):
+    """A simulated run set (no root): the set page holds the report as the console printed
+    it; a run page links back to the set and shows its spec, code revision and start; every
+    run folder has collectives.csv, its times from t = 0 as summary.json's."""
+    import csv
+    import json
+    from emulator.cli import main as cli_main
+    from topologies.fabric import REPO_ROOT
+    rc = cli_main(["run", os.path.join(REPO_ROOT, "runs", "fig5.toml"), "--backend", "sim",
+                   "--seeds", "2", "--jobs", "1", "--out", str(tmp_path), "--set",
+                   "jobs.0.chunk_bytes=65536"])
+    said = capsys.readouterr().out
+    assert rc == 0
+    text = open(tmp_path / "index.html").read()
+    assert "The report, as the console prints it" in text
+    for line in ("# dependency rule: on_arrival", "median CCT (ms)"):
+        assert line in said and line in text, line
+    summary = json.load(open(tmp_path / "summary.json"))
+    for r in summary["runs"]:
+        assert r["rundir"] == f"{r['scheme']}-seed{r['seed']}"     # relative: it moves
+        d = tmp_path / r["rundir"]
+        run_page = (d / "index.html").read_text()
+        assert 'href="../index.html"' in run_page and "code " in run_page
+        assert "The spec it ran" in run_page and '&quot;name&quot;: &quot;fig5&quot;' in run_page
+        with open(d / "collectives.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert tuple(rows[0]) == export.COLLECTIVE_COLUMNS
+        (c,) = r["jobs"][0]["collectives"]
+        assert float(rows[0]["start_s"]) == pytest.approx(c["start_s"], abs=1e-8)
+        assert float(rows[0]["cct_s"]) == pytest.approx(c["cct_s"])
+        assert rows[0]["verified"] == "True"

@@ -76,6 +76,29 @@ def test_the_tables_have_the_documented_columns_and_a_row_per_flow_and_step(run)
     assert list(df.columns) == list(export.FLOW_COLUMNS) and len(df) == len(flows)
 
 
+def test_summary_and_tables_count_time_from_the_same_t0_and_name_folders_relatively(run):
+    """One clock: a collective starts at the same time in summary.json and collectives.csv,
+    at its first flow's start (the hosts' records are on the coordinator's monotonic
+    clock: without the run's t = 0 taken off they would be ~10^5 s); the run folder is
+    named relative to the run set's."""
+    out, rundir, _ = run
+    summary = json.loads((out / "summary.json").read_text())
+    (r,) = summary["runs"]
+    assert r["rundir"] == "symphony-seed1"
+    _, colls = _csv(rundir / "collectives.csv")
+    _, flows = _csv(rundir / "flows.csv")
+    (job,) = r["jobs"]
+    assert [(int(c["pass"]), float(c["start_s"])) for c in colls] == \
+        [(c["pass"], pytest.approx(c["start_s"], abs=1e-8)) for c in job["collectives"]]
+    for c in colls:
+        first = min(float(f["start_s"]) for f in flows if int(f["pass"]) == int(c["pass"]))
+        assert 0 <= float(c["start_s"]) <= first < float(c["start_s"]) + 0.05, (c, first)
+        assert c["verified"] == "True" and float(c["cct_over_bound"]) >= 0.99
+    # the set page says what the console says: where the time goes (the split)
+    page = (out / "index.html").read_text()
+    assert "where the time goes" in page and "routing x" in page
+
+
 def test_the_trace_has_a_slice_per_flow_and_the_switchs_counters(run):
     _, rundir, _ = run
     with open(rundir / "trace.json") as f:

@@ -42,6 +42,8 @@ FLOW_COLUMNS = ("job", "ring", "pass", "step", "src", "dst", "path", "start_s", 
 STEP_COLUMNS = ("job", "rank", "host", "pass", "step", "ring", "start_s", "end_s")
 PORT_COLUMNS = ("switch", "port", "t_s", "q_bytes", "max_q_bytes", "pkts", "bytes",
                 "marks_red", "marks_symphony", "marks_both", "model_drops", "fault_drops")
+COLLECTIVE_COLUMNS = ("job", "pass", "ranks", "bytes", "start_s", "end_s", "cct_s", "bound_s",
+                      "cct_over_bound", "verified")
 NCCL_TYPE = {"ring_allgather": "none"}          # nccl-tests' redop column for all-gather
 
 
@@ -147,6 +149,28 @@ def write_tables(rundir: str, r: _Run | None = None) -> list[str]:
             w.writerows(rows)
         out.append(path)
     return out
+
+
+def write_collectives(run: dict) -> str:
+    """``collectives.csv`` in the run folder from its analysis (``report.analyze_run``):
+    a row per collective, times from the run's t = 0 as in summary.json and the other
+    tables; a collective that never completed has no times and ``verified`` false."""
+    path = os.path.join(run["rundir"], "collectives.csv")
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLLECTIVE_COLUMNS)
+        w.writeheader()
+        for j in run["jobs"]:
+            for c in j["collectives"]:
+                done = c["cct_s"] is not None
+                w.writerow({"job": j["job"], "pass": c["pass"], "ranks": j["ranks"],
+                            "bytes": c["nbytes"],
+                            "start_s": round(c["start_s"], 9) if done else "",
+                            "end_s": round(c["start_s"] + c["cct_s"], 9) if done else "",
+                            "cct_s": c["cct_s"] if done else "",
+                            "bound_s": c["theoretical_cct_s"],
+                            "cct_over_bound": c["cct_ratio"] if done else "",
+                            "verified": c["verified"]})
+    return path
 
 
 # --- the timeline ------------------------------------------------------------------------

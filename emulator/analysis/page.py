@@ -6,14 +6,20 @@ style or font). Written by ``report.summarize`` and ``launch.sweep.run_sweep``.
 
 from __future__ import annotations
 
+import contextlib
 import html
+import io
+import json
 import os
+
+from emulator.rundir import RunFolder
 
 STYLE = """body{font-family:sans-serif;margin:2em;max-width:80em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #bbb;
 padding:.2em .6em;text-align:right}th{background:#eee}td.l,th.l{text-align:left}
 .bad{color:#b00;font-weight:bold}.ok{color:#070}img{max-width:100%;border:1px solid #ddd;
-margin:.5em 0}code{background:#f4f4f4;padding:0 .2em}"""
+margin:.5em 0}code{background:#f4f4f4;padding:0 .2em}pre{background:#f8f8f8;padding:.5em;
+overflow-x:auto}"""
 
 
 def _e(x) -> str:
@@ -68,7 +74,11 @@ def run_page(run: dict) -> str:
     """A run folder's ``index.html`` (``run``: its ``report.analyze_run`` result)."""
     d = run["rundir"]
     f = run["fidelity"]
-    body = [f"<p>Verdict: {_verdict(run).html}</p>"]
+    man = RunFolder(d).manifest
+    body = [f"<p>{_link('../index.html', 'the run set').html} &middot; "
+            f"{_e(man.get('backend', 'emulation'))}, started {_e(man.get('started', '?'))}, "
+            f"code {_e(man.get('git_revision', '?'))}, repeat {run.get('repeat', 1)}</p>",
+            f"<p>Verdict: {_verdict(run).html}</p>"]
     if f.get("errors") or f.get("reasons"):
         body.append("<ul>" + "".join(f'<li class="bad">{_e(x)}</li>'
                                      for x in f.get("errors", []) + f.get("reasons", []))
@@ -92,6 +102,8 @@ def run_page(run: dict) -> str:
                 + ", ".join(_link(n).html for n in ("flows.csv", "steps.csv", "ports.csv")
                             if n in files) + ".</p><p>"
                 + " ".join(_link(n).html for n in files) + "</p>")
+    body.append("<h2>The spec it ran</h2><pre>" + _e(json.dumps(man.get("spec", {}), indent=1))
+                + "</pre>")
     return _write(os.path.join(d, "index.html"),
                   _page(f"{run['scheme']}, seed {run['seed']}", body))
 
@@ -126,6 +138,10 @@ def set_page(out_dir: str, summary: dict) -> str:
               f"{e['wilcoxon_p']:.2g}" if e["wilcoxon_p"] is not None else "-",
               f"{e['lower']} of {e['n']}", e["verdict"]]
              for s, metrics in ev.items() for m, e in metrics.items()]))
+    body.append("<h2>The report, as the console prints it</h2><p>Where the time goes, each "
+                "job against the baseline, drops and the emulation's own delay: the same "
+                "text <code>symphony-emu report</code> prints.</p><pre>"
+                + _e(_console(summary)) + "</pre>")
     body.append("<h2>Runs</h2>" + _table(
         ["run", "verdict", "reasons"],
         [[_link(os.path.relpath(os.path.join(r["rundir"], "index.html"), out_dir),
@@ -140,6 +156,14 @@ def set_page(out_dir: str, summary: dict) -> str:
         if os.path.exists(os.path.join(out_dir, n))]
     body.append("<p>" + " ".join(_link(n).html for n in files) + "</p>")
     return _write(os.path.join(out_dir, "index.html"), _page(summary["name"], body))
+
+
+def _console(summary: dict) -> str:
+    from emulator.analysis import report         # report writes the pages: import it late
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        report.print_tables(summary, summary["scale"]["dilation"])
+    return buf.getvalue().strip("\n")
 
 
 def sweep_page(out_dir: str, points: list[str], plots: list[str]) -> str:

@@ -49,6 +49,9 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
             for x in man["layouts"]]
     flows = run.flows()
     colls = metrics.collective_times(run.host_records("collective"))
+    # one clock: every time a run set's files give counts from the run's t = 0 (the hosts'
+    # records are on the coordinator's monotonic clock, whose t = 0 is meas["t_start"])
+    t0 = meas.get("t_start", 0.0)
     jobs_out = []
     ratios = []
     floors = []             # CCT over the fastest the shaped links allow (burst included)
@@ -73,7 +76,8 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
             floors.append(c["cct_s"] / verdict.fastest_cct_s(lay, theo, rate))
             if not c["verified"]:
                 wrong.append(f"job {lay.job} pass {p}: WRONG RESULT")
-            cs.append({"pass": p, "nbytes": nbytes, "start_s": c["start_s"], "cct_s": c["cct_s"],
+            cs.append({"pass": p, "nbytes": nbytes, "start_s": c["start_s"] - t0,
+                       "cct_s": c["cct_s"],
                        "theoretical_cct_s": theo, "cct_ratio": ratio, "failed": False,
                        "verified": c["verified"],
                        "algbw_bps": alg * 8, "busbw_bps": bus * 8})
@@ -81,7 +85,7 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
         # JCT: from the job's start (t = 0 + start_s; a training job computes before its
         # first all-reduce) to the end of its last collective.
         # A job that runs after another starts when its first rank does.
-        job_start = (meas["t_start"] + lay.start_s if "t_start" in meas and not lay.after_job
+        job_start = (lay.start_s if "t_start" in meas and not lay.after_job
                      else min((c["start_s"] for c in done), default=None))
         jct = (max(c["start_s"] + c["cct_s"] for c in done) - job_start
                if done and len(done) == len(cs) else None)
@@ -91,7 +95,6 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
                          "last_step_span_s": metrics.last_step_span(flows, lay.job)})
     messages = []
     if man["spec"].get("messages"):
-        t0 = meas.get("t_start", 0.0)
         for m in flows:
             messages.append({"src": m["src"], "dst": m["dst"], "job": m["job"], "step": m["step"],
                              "bytes": m["bytes"], "start_s": m["t_start"] - t0,
@@ -169,17 +172,25 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     if plots and any(r["jobs"] for r in runs):
         from emulator.analysis import plots as plotting     # matplotlib only when drawing
         summary["plots"] = plotting.plot_all(out_dir, runs, man)
-    with open(os.path.join(out_dir, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1)
+    write_summary(out_dir, summary)
     if exports:
         from emulator.analysis import export, page
         for r in runs:
             if r["backend"] == "emulation":
                 export.write_run(r["rundir"], force=fresh)
+            export.write_collectives(r)
             page.run_page(r)
         export.write_nccl_tests_json(out_dir, summary)
         page.set_page(out_dir, summary)
     return summary
+
+
+def write_summary(out_dir: str, summary: dict) -> None:
+    """``summary.json``, each run's folder given relative to ``out_dir`` (the run set moves
+    with its folder, to another machine too); the summary in memory keeps full paths."""
+    runs = [{**r, "rundir": os.path.relpath(r["rundir"], out_dir)} for r in summary["runs"]]
+    with open(os.path.join(out_dir, "summary.json"), "w") as f:
+        json.dump({**summary, "runs": runs}, f, indent=1)
 
 
 def compare(runs: list[dict]) -> dict:

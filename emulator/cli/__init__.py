@@ -296,8 +296,7 @@ def _cmd_run(args) -> int:
     summary = report.summarize(out, plots=not args.no_plots)
     if sequential is not None:
         summary["sequential"] = sequential
-        with open(os.path.join(out, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=1)
+        report.write_summary(out, summary)
     print()
     _print_results(summary, spec.scale.dilation, args.format)
     if spec.raw.get("variants"):

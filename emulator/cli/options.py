@@ -145,7 +145,14 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     cl.add_argument("--force", action="store_true",
                     help="clean even a run whose runner still lives")
     cl.set_defaults(func=run["clean"], needs_root=True)
-    rp = sub.add_parser("report", help="recompute metrics and plots from a run folder")
+    rp = sub.add_parser(
+        "report", help="recompute metrics and plots from a run folder",
+        description="Reads the raw records of every run in DIR (manifest.json, "
+                    "measurements.json, the hosts' and switches' .jsonl) and writes anew what "
+                    "is derived from them: summary.json, the index.html pages, the plots, each "
+                    "run's flows/steps/ports/collectives.csv and trace.json, "
+                    "nccl-tests-<scheme>.json, and (once, kept) each emulated run's twin/. "
+                    "The raw records are never changed.")
     rp.add_argument("dir")
     _formats(rp)
     rp.add_argument("--no-twin", action="store_true",

@@ -249,8 +249,7 @@ class Network:
         if node in self.fab.host_leaf:
             self.background_rx += 1                 # a host with no NIC of the run's
             return
-        dst = self.ip_host[socket.inet_ntoa(pkt[16:20])]
-        nxt = self._hop(node, dst, pkt)
+        nxt = self._hop(node, pkt)
         if nxt is None:
             self.no_route += 1
             return                                    # no route: black-holed
@@ -278,12 +277,13 @@ class Network:
             self.ports[key].set_up(up)
         self._next.clear()
 
-    def _hop(self, node: str, dst: str, pkt: bytes) -> str | None:
-        key = (pkt[12:20], pkt[20:22])
-        cached = self._next.get((node, key))
+    def _hop(self, node: str, pkt: bytes) -> str | None:
+        key = (node, pkt[12:22])                  # the node, src and dst IP, source port
+        cached = self._next.get(key)
         if cached is not None:
             return cached
         src_ip, dst_ip = socket.inet_ntoa(pkt[12:16]), socket.inet_ntoa(pkt[16:20])
+        dst = self.ip_host[dst_ip]
         sport = (pkt[20] << 8) | pkt[21]
         given = self.paths.get((src_ip, dst_ip, sport))
         down = self.down
@@ -297,7 +297,7 @@ class Network:
             if not hops:
                 return None                    # no live route: the kernel drops it
             nxt = hops[0] if len(hops) == 1 else self.choose(src_ip, dst_ip, sport)(node, hops)
-        self._next[(node, key)] = nxt
+        self._next[key] = nxt
         return nxt
 
     def port_drops(self) -> int:
