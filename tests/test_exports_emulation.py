@@ -62,6 +62,8 @@ def test_the_tables_have_the_documented_columns_and_a_row_per_flow_and_step(run)
     for f in flows:
         assert float(f["end_s"]) > float(f["start_s"]) >= 0
         assert f["path"].startswith(f["src"] + ">leaf0>") and f["path"].endswith(">" + f["dst"])
+        assert int(f["rank"]) == int(f["src"][1:])          # the job's ranks are h0..h2
+        assert f["egress_ports"] == f"leaf0-eth{int(f['dst'][1:]) + 1}", f   # toward dst
         assert int(f["bytes"]) > 0
     cols, steps = _csv(rundir / "steps.csv")
     assert tuple(cols) == export.STEP_COLUMNS and len(steps) == len(flows)

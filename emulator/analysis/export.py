@@ -31,14 +31,15 @@ import os
 import time
 
 from emulator import plan as planning
-from emulator.analysis.split import recorded_paths
+from emulator.analysis.split import recorded_paths, recorded_ports
 from emulator.rundir import RunFolder
 from emulator.spec import SpecError, validate
 from hosts.scale import Scale
 from topologies import wiring
 
-FLOW_COLUMNS = ("job", "ring", "pass", "step", "src", "dst", "path", "start_s", "end_s",
-                "bytes", "packets", "retransmits", "timeouts", "cnps", "ce_marks")
+FLOW_COLUMNS = ("job", "ring", "pass", "step", "rank", "src", "dst", "path", "egress_ports",
+                "start_s", "end_s", "bytes", "packets", "retransmits", "timeouts", "cnps",
+                "ce_marks")
 STEP_COLUMNS = ("job", "rank", "host", "pass", "step", "ring", "start_s", "end_s")
 PORT_COLUMNS = ("switch", "port", "t_s", "q_bytes", "max_q_bytes", "pkts", "bytes",
                 "marks_red", "marks_symphony", "marks_both", "model_drops", "fault_drops")
@@ -62,7 +63,8 @@ class _Run:
         except SpecError:        # a folder from before a check its spec no longer passes
             self.plan = None
         self.host_of = ({c.ip: h for h, c in self.plan.hosts.items()} if self.plan else {})
-        self.paths = recorded_paths(self.folder, self.plan) if self.plan else {}
+        self.ports = recorded_ports(self.folder, self.plan) if self.plan else {}
+        self.paths = recorded_paths(self.folder, self.plan, self.ports) if self.plan else {}
         self.steps = {x["job"]: x["steps"] for x in self.man["layouts"]}
         self.ranks = {x["job"]: {h: i for i, h in enumerate(x["hosts"])}
                       for x in self.man["layouts"]}
@@ -95,10 +97,14 @@ def flow_rows(r: _Run) -> list[dict]:
         key = (s["job"], s["channel"], s["step"], s["src"], s["dst"])
         rv = recvs.get(key, {})
         p, st = r.pass_step(s["job"], s["step"])
+        src = r.host_of.get(s["src"], s["src"])
+        path = r.paths.get(key, ())
         rows.append({"job": s["job"], "ring": s["channel"], "pass": p, "step": st,
-                     "src": r.host_of.get(s["src"], s["src"]),
+                     "rank": r.ranks.get(s["job"], {}).get(src), "src": src,
                      "dst": r.host_of.get(s["dst"], s["dst"]),
-                     "path": ">".join(r.paths.get(key, ())),
+                     "path": ">".join(path),
+                     "egress_ports": ">".join(r.ports[key][n] for n in path
+                                              if n in r.ports.get(key, {})),
                      "start_s": r.rel(s["start_s"]), "end_s": r.rel(rv.get("end_s")),
                      "bytes": s["bytes"], "packets": s.get("packets"),
                      "retransmits": s.get("retransmits", 0), "timeouts": s.get("timeouts", 0),

@@ -28,6 +28,19 @@ def _flows(run: dict) -> list[dict]:
     return RunFolder(run["rundir"]).flows()
 
 
+def _host_names(manifest: dict) -> dict[str, str]:
+    """IP -> host name (h0, h1, ...) as the tables name hosts; {} for a folder whose spec
+    no longer compiles (its plots then show IPs)."""
+    from emulator import plan as planning
+    from emulator.spec import SpecError, validate
+    try:
+        spec = validate(manifest["spec"], manifest.get("spec_path") or "manifest.json")
+        plan = planning.compile(spec, manifest["scheme"], manifest["seed"])
+    except (SpecError, KeyError, ValueError):
+        return {}
+    return {c.ip: h for h, c in plan.hosts.items()}
+
+
 def _first_seed_runs(runs: list[dict]) -> list[dict]:
     seen, out = set(), []
     for r in runs:
@@ -40,6 +53,7 @@ def _first_seed_runs(runs: list[dict]) -> list[dict]:
 def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
     rate = manifest["link_rate_bps"]
     mtu = manifest["mtu_bytes"]
+    dilation = manifest["scale"]["dilation"]       # emulated rates x D = the real scale's
     shown = _first_seed_runs(runs)
     flows = {id(r): _flows(r) for r in shown}
     job = runs[0]["jobs"][0]["job"]
@@ -51,20 +65,24 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
     paths.append(plot_overlap_and_rate([(_label(r), r, flows[id(r)]) for r in shown], job, rate,
                                        mtu, os.path.join(out_dir, "overlap_and_step_rate.png")))
 
-    # Gantt of one ring per scheme: each sender's flows, coloured by step.
+    # Gantt of one ring per scheme: each sender's flows, coloured by step (a key beside).
+    names = _host_names(manifest)
     fig, axes = plt.subplots(len(shown), 1, figsize=(12, 2.2 + 1.4 * len(shown)), squeeze=False)
     for ax, r in zip(axes[:, 0], shown):
         mine = [f for f in flows[id(r)] if f["job"] == job and f["channel"] == 0]
         senders = sorted({f["src"] for f in mine}, key=lambda ip: tuple(map(int, ip.split("."))))
         steps = sorted({f["step"] for f in mine}) or [0]
         cmap = plt.get_cmap("viridis")
+        norm = matplotlib.colors.Normalize(steps[0], max(steps[-1], steps[0] + 1))
         for f in mine:
             y = senders.index(f["src"])
-            c = cmap((f["step"] - steps[0]) / max(1, steps[-1] - steps[0]))
             ax.barh(y, (f["t_end"] - f["t_start"]) * 1e3, left=(f["t_start"] - t0[id(r)]) * 1e3,
-                    height=0.6, color=c, edgecolor="k", lw=0.3)
-        ax.set_yticks(range(len(senders)), senders, fontsize=7)
-        ax.set_title(f"{_label(r)}: flows of ring/channel 0 (colour = step)", fontsize=9)
+                    height=0.6, color=cmap(norm(f["step"])), edgecolor="k", lw=0.3)
+        ax.set_yticks(range(len(senders)), [names.get(ip, ip) for ip in senders], fontsize=7)
+        ax.set_ylabel("sender")
+        fig.colorbar(matplotlib.cm.ScalarMappable(norm, cmap), ax=ax, pad=0.01,
+                     label="step (pass x steps + step)")
+        ax.set_title(f"{_label(r)}: flows of ring/channel 0", fontsize=9)
         ax.set_xlabel("time (ms, emulated)")
     fig.tight_layout()
     paths.append(_save(fig, out_dir, "gantt_ring0.png"))
@@ -81,19 +99,20 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
         if njobs > 1:                # the total first, wide and pale, under the jobs
             ts, bps = metrics.throughput_timeline(flows[id(r)], None, 0.05, start, end)
             if len(ts):
-                ax.plot((ts - start) * 1e3, bps / 1e6, color="0.55", lw=3.5, alpha=0.6,
+                ax.plot((ts - start) * 1e3, bps * dilation / 1e9, color="0.55", lw=3.5,
+                        alpha=0.6,
                         label="total")
         for i, j in enumerate(r["jobs"]):
             ts, bps = metrics.throughput_timeline(flows[id(r)], j["job"], 0.05, start, end)
             if len(ts):
-                ax.plot((ts - start) * 1e3, bps / 1e6,
+                ax.plot((ts - start) * 1e3, bps * dilation / 1e9,
                         label=f"job {j['job']}" if njobs > 1 else f"{_label(r)} job {j['job']}",
                         color=f"C{i}" if njobs > 1 else COLORS.get(r["scheme"]))
         if njobs > 1:
             ax.set_title(f"{_label(r)}: throughput per job and total (50 ms bins)", fontsize=10)
         else:
             ax.set_title("Job throughput (all flows of the job, 50 ms bins)")
-        ax.set_ylabel("delivered (Mbit/s, emulated)")
+        ax.set_ylabel("delivered (Gbit/s, real-scale)")
         ax.legend(fontsize=8)
     axes[-1, 0].set_xlabel("time since the first packet (ms, emulated)")
     fig.tight_layout()
@@ -126,6 +145,7 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
                             color=COLORS.get(s))
             ax.set_xlabel(xlabel)
             ax.set_ylabel("CDF")
+            ax.set_ylim(0, 1.02)               # a CDF of few samples starts above 0
             ax.legend(fontsize=8)
         fig.tight_layout()
         paths.append(_save(fig, out_dir, "cdfs.png"))

@@ -59,13 +59,22 @@ def port_neighbors(fab) -> dict[str, dict[str, str]]:
     return out
 
 
-def recorded_paths(run: RunFolder, plan) -> dict[tuple, list[str]]:
-    """(job, channel, wire step, src IP, dst IP) -> node path, from the agents' records."""
+def recorded_ports(run: RunFolder, plan) -> dict[tuple, dict[str, str]]:
+    """(job, channel, wire step, src IP, dst IP) -> {switch: the port the flow left it
+    by}, from the agents' records."""
     hops: dict[tuple, dict[str, str]] = {}
     for sw in wiring.switch_names(plan.fabric):
         for rec in run.agent_records(sw, "flow_ports"):
             for job, channel, step, src, dst, port in rec["flows"]:
                 hops.setdefault((job, channel, step, src, dst), {})[sw] = port
+    return hops
+
+
+def recorded_paths(run: RunFolder, plan, hops: dict | None = None) -> dict[tuple, list[str]]:
+    """(job, channel, wire step, src IP, dst IP) -> node path, from the agents' records
+    (``hops``: their :func:`recorded_ports`, if read already)."""
+    if hops is None:
+        hops = recorded_ports(run, plan)
     far = port_neighbors(plan.fabric)
     ip_host = {c.ip: h for h, c in plan.hosts.items()}
     per = plan.fabric.per_leaf
