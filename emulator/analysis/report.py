@@ -176,7 +176,7 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     if exports:
         from emulator.analysis import export, page
         for r in runs:
-            if r["backend"] == "emulation":
+            if r["backend"] in ("emulation", "sim"):   # the sim samples no ports: no rows
                 export.write_run(r["rundir"], force=fresh)
             export.write_collectives(r)
             page.run_page(r)
