@@ -6,9 +6,7 @@ style or font). Written by ``report.summarize`` and ``launch.sweep.run_sweep``.
 
 from __future__ import annotations
 
-import contextlib
 import html
-import io
 import json
 import os
 
@@ -108,8 +106,9 @@ def run_page(run: dict) -> str:
                   _page(f"{run['scheme']}, seed {run['seed']}", body))
 
 
-def set_page(out_dir: str, summary: dict) -> str:
-    """A run set's ``index.html`` (``summary``: ``report.summarize``'s)."""
+def set_page(out_dir: str, summary: dict, console: str = "") -> str:
+    """A run set's ``index.html`` (``summary``: ``report.summarize``'s; ``console``: the
+    report as the console prints it, ``report.console_text``)."""
     runs = summary["runs"]
     body = [f"<p>{len(runs)} run(s); {len(summary.get('excluded', []))} left out of every "
             f"median (unfaithful or wrong, listed below). D = "
@@ -141,7 +140,7 @@ def set_page(out_dir: str, summary: dict) -> str:
     body.append("<h2>The report, as the console prints it</h2><p>Where the time goes, each "
                 "job against the baseline, drops and the emulation's own delay: the same "
                 "text <code>symphony-emu report</code> prints.</p><pre>"
-                + _e(_console(summary)) + "</pre>")
+                + _e(console) + "</pre>")
     body.append("<h2>Runs</h2>" + _table(
         ["run", "verdict", "reasons"],
         [[_link(os.path.relpath(os.path.join(r["rundir"], "index.html"), out_dir),
@@ -156,14 +155,6 @@ def set_page(out_dir: str, summary: dict) -> str:
         if os.path.exists(os.path.join(out_dir, n))]
     body.append("<p>" + " ".join(_link(n).html for n in files) + "</p>")
     return _write(os.path.join(out_dir, "index.html"), _page(summary["name"], body))
-
-
-def _console(summary: dict) -> str:
-    from emulator.analysis import report         # report writes the pages: import it late
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        report.print_tables(summary, summary["scale"]["dilation"])
-    return buf.getvalue().strip("\n")
 
 
 def sweep_page(out_dir: str, points: list[str], plots: list[str]) -> str:

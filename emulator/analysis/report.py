@@ -181,8 +181,18 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
             export.write_collectives(r)
             page.run_page(r)
         export.write_nccl_tests_json(out_dir, summary)
-        page.set_page(out_dir, summary)
+        page.set_page(out_dir, summary, console_text(summary))
     return summary
+
+
+def console_text(summary: dict) -> str:
+    """What :func:`print_tables` prints for ``summary``, as text (for the set page)."""
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        print_tables(summary, summary["scale"]["dilation"])
+    return buf.getvalue().strip("\n")
 
 
 def write_summary(out_dir: str, summary: dict) -> None:
