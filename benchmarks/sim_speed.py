@@ -3,7 +3,7 @@
 <= 50 µs of CPU per data packet all in).
 
     .venv/bin/python benchmarks/sim_speed.py [--spec runs/table1.toml] [--seed 1]
-        [--scheme baseline] [--set KEY=VALUE ...] [--emulate]
+        [--scheme baseline] [--set KEY=VALUE ...] [--repeats 5] [--emulate]
 
 Prints, for the simulated run: data packets, events, virtual seconds, wall and CPU
 seconds, CPU µs per data packet (everything: hosts, ACKs, switches, the event loop and
@@ -19,6 +19,7 @@ import argparse
 import cProfile
 import os
 import pstats
+import statistics
 import sys
 import tempfile
 import time
@@ -39,14 +40,25 @@ def main(argv=None) -> int:
     ap.add_argument("--emulate", action="store_true",
                     help="also time the emulated run of the same seed (root)")
     ap.add_argument("--top", type=int, default=12, help="profile lines to print")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="simulate the run this many times (default 5): fastest and median")
     args = ap.parse_args(argv)
     spec = load(args.spec, args.set)
     with tempfile.TemporaryDirectory(prefix="sim-speed-") as tmp:
-        m = run_sim(spec, args.scheme, args.seed, os.path.join(tmp, "sim"))["sim"]
-        print(f"{spec.name} {args.scheme} seed {args.seed}, simulated:")
+        # the same run several times: this machine's hypervisor steals a varying share, so
+        # the fastest of a few is the code's speed, the median what a user waits
+        runs = [run_sim(spec, args.scheme, args.seed, os.path.join(tmp, f"sim{i}"))["sim"]
+                for i in range(args.repeats)]
+        m = min(runs, key=lambda r: r["cpu_s"])
+        walls = sorted(r["wall_s"] for r in runs)
+        cpus = sorted(r["cpu_s"] for r in runs)
+        print(f"{spec.name} {args.scheme} seed {args.seed}, simulated ({args.repeats} times):")
         print(f"  data packets {m['data_packets']}, events {m['events']}, "
-              f"virtual {m['end_s']:.3f} s, wall {m['wall_s']:.2f} s, CPU {m['cpu_s']:.2f} s, "
-              f"{m['cpu_us_per_data_packet']:.0f} µs CPU per data packet")
+              f"virtual {m['end_s']:.3f} s")
+        print(f"  wall {walls[0]:.2f} s fastest, {statistics.median(walls):.2f} s median; "
+              f"CPU {cpus[0]:.2f} s fastest; {cpus[0] / m['data_packets'] * 1e6:.0f} µs CPU per "
+              f"data packet fastest, {statistics.median(cpus) / m['data_packets'] * 1e6:.0f} "
+              "median")
         prof = cProfile.Profile()
         prof.enable()
         run_sim(spec, args.scheme, args.seed, os.path.join(tmp, "profiled"))
@@ -62,7 +74,8 @@ def main(argv=None) -> int:
             runner.run_one(spec, args.scheme, args.seed, os.path.join(tmp, "emu"))
             wall = time.monotonic() - t0
             print(f"emulated: wall {wall:.1f} s (set-up and teardown included); "
-                  f"emulated / simulated wall: {wall / m['wall_s']:.1f}x")
+                  f"emulated / simulated wall: {wall / walls[0]:.1f}x (fastest), "
+                  f"{wall / statistics.median(walls):.1f}x (median)")
     return 0
 
 

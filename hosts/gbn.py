@@ -21,6 +21,8 @@ clock: the caller passes ``now_s`` and acts on the returned decisions.
 
 from __future__ import annotations
 
+import math
+
 ACK = "ack"
 NAK = "nak"
 
@@ -96,14 +98,21 @@ class GbnSender:
 
     def check_timeout(self, now_s: float) -> bool:
         """Rewind to snd_una if data is out and for rto_s nothing was acknowledged or sent."""
-        if self.done or self.snd_una >= self.high_water:
-            return False
-        if now_s < self.last_progress_s + self.rto_s:     # exactly timeout_at()'s sum: a
-            return False                                   # caller woken at that time fires
+        return self.poll_timer(now_s) < 0
+
+    def poll_timer(self, now_s: float) -> float:
+        """:meth:`check_timeout` and :meth:`timeout_at` in one call (the NIC asks on every
+        turn, for every flow): -1.0 if the timeout fired now (rewound to snd_una); else
+        when it will fire (inf: no data out, no timer)."""
+        if self.snd_una >= self.n_packets or self.snd_una >= self.high_water:
+            return math.inf
+        t = self.last_progress_s + self.rto_s
+        if now_s < t:                     # exactly timeout_at()'s sum: a caller woken
+            return t                      # at that time fires
         self.timeouts += 1
         self.snd_nxt = self.snd_una
         self.last_progress_s = now_s
-        return True
+        return -1.0
 
 
 class GbnReceiver:

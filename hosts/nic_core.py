@@ -365,12 +365,11 @@ class NicCore:
         now if one fired: the go-back sends at once)."""
         soonest = math.inf
         for f in self._rr:
-            g = f.gbn
-            if g.check_timeout(now):
+            t = f.gbn.poll_timer(now)
+            if t < 0:
                 self._resume(f, now)
                 soonest = now
-            t = g.timeout_at()
-            if t is not None and t < soonest:
+            elif t < soonest:
                 soonest = t
         return soonest
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import heapq
 import socket
 from collections import deque
+from functools import partial
 from typing import Callable
 
 from hosts import wire
@@ -52,26 +53,36 @@ class Loop:
         self._heap: list = []
         self._seq = 0
         self.events = 0
+        self.stop = False               # set by an event that may have ended the run
 
     def at(self, t_s: float, fn: Callable[[float], None]) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t_s if t_s > self.now else self.now, self._seq, fn))
 
     def run(self, until_s: float, done: Callable[[], bool]) -> bool:
-        """Run events up to ``until_s``; True when ``done()`` held (checked as events run)."""
-        heap = self._heap
-        while heap:
-            t, _, fn = heap[0]
-            if t > until_s:
-                self.now = until_s
-                return done()
-            heapq.heappop(heap)
-            self.now = t
-            self.events += 1
-            fn(t)
-            if done():
-                return True
-        return done()
+        """Run events up to ``until_s``; True when ``done()`` held. ``done`` is asked after
+        an event that set :attr:`stop` (whoever may have ended the run sets it), and at
+        the end."""
+        heap, pop = self._heap, heapq.heappop
+        self.stop = False
+        events = self.events
+        try:
+            while heap:
+                t = heap[0][0]
+                if t > until_s:
+                    self.now = until_s
+                    return done()
+                _, _, fn = pop(heap)
+                self.now = t
+                events += 1
+                fn(t)
+                if self.stop:
+                    self.stop = False
+                    if done():
+                        return True
+            return done()
+        finally:
+            self.events = events
 
 
 class OutPort:
@@ -114,14 +125,15 @@ class OutPort:
         if not self.up:
             self.drops += 1
             return
-        c = 0 if len(self.classes) == 1 or pkt[1] >> 2 == PQ_HIGH_DSCP else 1
+        queued = self.queued
+        c = 0 if len(queued) == 1 or pkt[1] >> 2 == PQ_HIGH_DSCP else 1
         size = len(pkt) + L2_BYTES
-        if self.queued[c] + size > self.buffer_bytes:
+        if queued[c] + size > self.buffer_bytes:
             self.drops += 1
             return
         self.classes[c].append(pkt)
-        self.queued[c] += size
-        q = sum(self.queued)
+        queued[c] += size
+        q = queued[0] if len(queued) == 1 else sum(queued)
         if q > self.max_q_bytes:
             self.max_q_bytes = q
         if not self.scheduled:
@@ -133,19 +145,25 @@ class OutPort:
         self.rate_bps = rate_bps
 
     def _next(self, now: float) -> None:
-        self.scheduled = False
-        for c, q in enumerate(self.classes):
-            if q:
-                pkt = q.popleft()
-                size = len(pkt) + L2_BYTES
-                self.queued[c] -= size
-                self.sent += 1
-                self.free_at = now + size * 8 / self.rate_bps
-                if any(self.classes):
-                    self.scheduled = True
-                    self.loop.at(self.free_at, self._next)
-                self.deliver(pkt, now)
+        classes = self.classes
+        c = 0
+        q = classes[0]
+        if not q:
+            if len(classes) == 1 or not classes[1]:
+                self.scheduled = False       # emptied while it waited (a link went down)
                 return
+            c, q = 1, classes[1]
+        pkt = q.popleft()
+        size = len(pkt) + L2_BYTES
+        self.queued[c] -= size
+        self.sent += 1
+        self.free_at = free = now + size * 8 / self.rate_bps
+        if any(classes):
+            self.loop.at(free, self._next)   # still scheduled: the next frame's turn
+        else:
+            self.scheduled = False
+        self.deliver(pkt, now)
+
 
 class SimNic(NicCore):
     """A host's NIC on the simulated network: its doors hand whole IPv4/UDP packets to
@@ -218,14 +236,15 @@ class Network:
         self.background_rx = 0                      # non-RoCE datagrams hosts received
         self.no_route = 0                           # packets a switch had no route for
         self.background: dict = {}                  # port -> a stream's state
-        self._next: dict[tuple, str] = {}           # (node, 5-tuple) -> next node
+        self._routes: dict[tuple, tuple] = {}       # (node, 5-tuple) -> (pipeline, its
+                                                    # port index, the OutPort) toward the next node
         self.ip_host = dict(fabric.ip_host)
         for (a, b), rate in fabric.capacity_bps.items():
             host_side = a in fabric.host_leaf
             self.ports[(a, b)] = OutPort(
                 port_name(a, b) if not host_side else f"{a}-eth0", rate,
                 host_buffer_bytes if host_side else buffer_bytes, loop,
-                lambda pkt, t, b=b, a=a: self._arrive(b, a, pkt, t),
+                partial(self._arrive, b),
                 1 if host_side else classes)
             if not host_side:
                 self.port_index[(a, b)] = len([k for k in self.port_index if k[0] == a])
@@ -235,34 +254,39 @@ class Network:
         self.nics[host] = nic
         self.on_arrival[host] = after
 
-    def _arrive(self, node: str, prev: str, pkt: bytes, t: float) -> None:
+    def _arrive(self, node: str, pkt: bytes, t: float) -> None:
         nic = self.nics.get(node)
         if nic is not None:
             if self.host_delay_s > 0:
                 when = max(self._host_free.get(node, 0.0),
                            t + self.rng.expovariate(1 / self.host_delay_s))
                 self._host_free[node] = when
-                self.loop.at(when, lambda t2, node=node, pkt=pkt: self._read(node, pkt, t2))
+                self.loop.at(when, partial(self._read, node, pkt))
             else:
                 self._read(node, pkt, t)
             return
-        if node in self.fab.host_leaf:
-            self.background_rx += 1                 # a host with no NIC of the run's
-            return
-        nxt = self._hop(node, pkt)
-        if nxt is None:
-            self.no_route += 1
-            return                                    # no route: black-holed
-        pipe = self.pipelines.get(node)
+        route = self._routes.get((node, pkt[12:22]))   # the node, src and dst IP, sport
+        if route is None:
+            if node in self.fab.host_leaf:
+                self.background_rx += 1             # a host with no NIC of the run's
+                return
+            nxt = self._hop(node, pkt)
+            if nxt is None:
+                self.no_route += 1
+                return                                # no route: black-holed
+            route = self._routes[(node, pkt[12:22])] = (
+                self.pipelines.get(node), self.port_index[(node, nxt)], self.ports[(node, nxt)])
+        pipe, index, port = route
         if pipe is not None:
-            verdict = pipe.handle(pkt, self.port_index[(node, nxt)], t)
+            verdict = pipe.handle(pkt, index, t)
             if verdict is not None:
                 if not verdict:
                     return                            # the agent dropped it
                 pkt = bytes(verdict)
-        self.ports[(node, nxt)].offer(pkt, t)
+        port.offer(pkt, t)
 
     def _read(self, node: str, pkt: bytes, t: float) -> None:
+        """A datagram handed to ``node``'s NIC (after the host's delay, if any)."""
         if (pkt[22] << 8 | pkt[23]) != wire.ROCE_UDP_PORT:
             self.background_rx += 1                 # another application's (iperf3's)
             return
@@ -275,13 +299,11 @@ class Network:
         (self.down.discard if up else self.down.add)(cable)
         for key in ((a, b), (b, a)):
             self.ports[key].set_up(up)
-        self._next.clear()
+        self._routes.clear()
 
     def _hop(self, node: str, pkt: bytes) -> str | None:
-        key = (node, pkt[12:22])                  # the node, src and dst IP, source port
-        cached = self._next.get(key)
-        if cached is not None:
-            return cached
+        """The next node of ``pkt`` at switch ``node`` (None: no live route); the caller
+        keeps it per (node, 5-tuple) until a link changes."""
         src_ip, dst_ip = socket.inet_ntoa(pkt[12:16]), socket.inet_ntoa(pkt[16:20])
         dst = self.ip_host[dst_ip]
         sport = (pkt[20] << 8) | pkt[21]
@@ -297,7 +319,6 @@ class Network:
             if not hops:
                 return None                    # no live route: the kernel drops it
             nxt = hops[0] if len(hops) == 1 else self.choose(src_ip, dst_ip, sport)(node, hops)
-        self._next[key] = nxt
         return nxt
 
     def port_drops(self) -> int:

@@ -28,6 +28,7 @@ import os
 import random
 import time
 from dataclasses import replace
+from functools import partial
 
 from emulator import perturbations as pt
 from emulator import plan as planning
@@ -134,6 +135,7 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
         nxt = h.service(t)
         if h.finished:
             ended.add(name)
+            loop.stop = True              # the loop asks whether every host has ended
         if nxt <= t:              # asked to be woken now again: progress, or a livelock
             same = stuck["name"] == name and stuck["t"] == t
             stuck.update(name=name, t=t, n=stuck["n"] + 1 if same else 1)
@@ -143,7 +145,7 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
         if nxt < due.get(name, math.inf) or due.get(name, math.inf) <= t:
             if math.isfinite(nxt):
                 due[name] = nxt
-                loop.at(nxt, lambda t2, name=name, when=nxt: _due(name, when, t2))
+                loop.at(nxt, partial(_due, name, nxt))
 
     def _due(name: str, when: float, t: float) -> None:
         if due.get(name) == when:
@@ -162,7 +164,7 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
         h.start(0.0)
         wake(name, 0.0)
     # a host ends when its last send is acknowledged or its last message arrives: both
-    # wake it (done() is checked after every event, so it must be cheap)
+    # wake it, and wake() tells the loop to look
     finished = loop.run(plan.timeout_s, lambda: len(ended) == len(hosts))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     for h in hosts.values():
