@@ -11,7 +11,8 @@ from emulator.spec import DcqcnSpec, SpecError, SwitchSpec, TransportSpec, load
 
 RUNS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runs")
 FIG5 = os.path.join(RUNS, "fig5.toml")
-TABLE1 = os.path.join(RUNS, "table1.toml")         # the main job: no profile, Zhu's DCQCN
+TABLE1 = os.path.join(RUNS, "table1.toml")         # the main job: HPCC's transport
+TWO_SERVERS = os.path.join(RUNS, "two-servers.toml")  # no profile: the spec's own keys
 
 
 def test_hpcc_sets_every_item_and_each_reaches_the_hosts_and_switches():
@@ -41,7 +42,7 @@ def test_a_later_set_overrides_one_item_and_leaves_the_rest():
 
 
 def test_a_profile_in_the_file_overrides_the_files_own_keys(tmp_path):
-    text = open(TABLE1).read().replace('name = "table1"', 'name = "table1"\nprofile = "hpcc"')
+    text = open(TABLE1).read() + '\n[dcqcn]\nvariant = "paper"\n'
     path = tmp_path / "table1.toml"
     path.write_text(text)
     spec = load(str(path))
@@ -50,20 +51,21 @@ def test_a_profile_in_the_file_overrides_the_files_own_keys(tmp_path):
 
 
 def test_without_a_profile_nothing_changes():
-    assert load(TABLE1).profile is None
-    assert load(TABLE1).transport.congestion_flag == "cnp"
+    assert load(TWO_SERVERS).profile is None
+    assert load(TWO_SERVERS).transport.congestion_flag == "cnp"
+    assert load(TWO_SERVERS).transport.ack_every == 8          # as the file says
     with pytest.raises(SpecError, match="profile = 'fast': allowed: hpcc, zhu"):
         load(TABLE1, ["profile=fast"])
 
 
-def test_the_papers_experiments_run_hpccs_transport_and_the_main_job_zhus():
+def test_the_papers_experiments_and_the_main_job_run_hpccs_transport():
     import glob
     for path in glob.glob(os.path.join(RUNS, "fig*.toml")) + [
-            os.path.join(RUNS, "table2.toml"), os.path.join(RUNS, "table1-paper.toml")]:
+            os.path.join(RUNS, "table2.toml"), os.path.join(RUNS, "table1-paper.toml"), TABLE1]:
         spec = load(path)
         assert spec.profile == "hpcc" and spec.dcqcn.variant == "mlx", path
         assert spec.transport.congestion_flag == "ack" and spec.transport.ack_every == 1
-    assert load(TABLE1).dcqcn.variant == "paper"
+    assert load(TABLE1, ["profile=zhu"]).dcqcn.variant == "paper"   # what it ran before
 
 
 def test_the_zhu_profile_sets_the_same_keys_as_hpcc_so_each_undoes_the_other():

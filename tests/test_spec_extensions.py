@@ -804,7 +804,7 @@ def link_rate_bps(spec):
 
 
 def test_agent_config_symphony_scheme_enables_symphony_with_the_spec_values():
-    cfg = agent_config(load(TABLE1, AT_2000), "symphony", 7)
+    cfg = agent_config(load(TABLE1, ["profile=zhu"] + AT_2000), "symphony", 7)  # RED 50/100 KB
     assert cfg["seed"] == 7
     assert cfg["pq"] is False
     assert cfg["red"] == {"enabled": True, "kmin_bytes": 50000, "kmax_bytes": 100000,
@@ -846,12 +846,12 @@ def test_agent_config_other_perturbations_do_not_delay_symphony():
 
 
 def test_agent_config_red_follows_the_switch_section():
-    spec = load(TABLE1, AT_2000 + ["switch.red=false", "switch.kmin_bytes=1000",
+    spec = load(TABLE1, ["profile=zhu"] + AT_2000 + ["switch.red=false", "switch.kmin_bytes=1000",
                          "switch.kmax_bytes=2000", "switch.pmax=0.5"])
     assert agent_config(spec, "baseline", 1)["red"] == {
         "enabled": False, "kmin_bytes": 1000, "kmax_bytes": 2000, "pmax": 0.5,
         "rate_ref_bps": 0.0}
-    scaled = load(TABLE1, AT_2000 + ["switch.red_scale_with_rate=true"])
+    scaled = load(TABLE1, ["profile=zhu"] + AT_2000 + ["switch.red_scale_with_rate=true"])
     assert agent_config(scaled, "baseline", 1)["red"]["rate_ref_bps"] == 10e9 / 2000
 
 
