@@ -173,3 +173,32 @@ def test_pages_say_what_the_console_says_and_each_run_page_names_its_spec_and_co
         assert float(rows[0]["start_s"]) == pytest.approx(c["start_s"], abs=1e-8)
         assert float(rows[0]["cct_s"]) == pytest.approx(c["cct_s"])
         assert rows[0]["verified"] == "True"
+
+
+def test_the_kernels_queue_samples_are_a_table_beside_the_models(tmp_path):
+    """kernel_queues.csv: each ``kernel_q`` record an agent wrote (the kernel qdisc's
+    backlog beside the queue model's, for the fidelity monitor) is a row, its time from
+    the run's t = 0. A simulated run has no kernel: the table has its header only."""
+    import csv
+    import json
+    from emulator.sim.run import run_sim
+    from emulator.spec import load
+    from topologies.fabric import REPO_ROOT
+    rundir = tmp_path / "baseline-seed1"
+    run_sim(load(os.path.join(REPO_ROOT, "runs", "fig5.toml"), ["jobs.0.chunk_bytes=16384"]),
+            "baseline", 1, str(rundir))
+    export.write_tables(str(rundir))
+    with open(rundir / "kernel_queues.csv", newline="") as f:
+        r = csv.DictReader(f)
+        assert tuple(r.fieldnames) == export.KERNEL_QUEUE_COLUMNS and not list(r)
+    t0 = json.load(open(rundir / "measurements.json"))["t_start"]
+    with open(rundir / "leaf0.jsonl", "a") as f:
+        f.write(json.dumps({"type": "kernel_q", "t_s": t0 + 0.25, "port": "leaf0-eth5",
+                            "model_bytes": 9000.0, "kernel_bytes": 8400, "sent_bytes": 123456,
+                            "drops": 2}) + "\n")
+    export.write_tables(str(rundir))
+    with open(rundir / "kernel_queues.csv", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row == {"switch": "leaf0", "port": "leaf0-eth5", "t_s": "0.25",
+                   "model_bytes": "9000.0", "kernel_bytes": "8400", "sent_bytes": "123456",
+                   "drops": "2"}

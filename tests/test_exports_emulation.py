@@ -70,6 +70,10 @@ def test_the_tables_have_the_documented_columns_and_a_row_per_flow_and_step(run)
     assert {int(s["rank"]) for s in steps} == set(range(N))
     cols, ports = _csv(rundir / "ports.csv")
     assert tuple(cols) == export.PORT_COLUMNS and ports
+    cols, kernel = _csv(rundir / "kernel_queues.csv")
+    assert tuple(cols) == export.KERNEL_QUEUE_COLUMNS
+    assert all(k["switch"] == "leaf0" and k["port"].startswith("leaf0-eth")
+               and float(k["t_s"]) >= 0 and int(k["kernel_bytes"]) >= 0 for k in kernel)
     try:
         import pandas
     except ImportError:

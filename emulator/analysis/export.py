@@ -20,7 +20,15 @@ steps.csv  job, rank, host, pass, step, ring, start_s, end_s: the step's data ar
            at that rank (its first and last byte): the rank may apply it at end_s
 ports.csv  switch, port, t_s, q_bytes (the queue model's backlog), max_q_bytes (since the
            last sample), pkts, bytes, marks_red, marks_symphony, marks_both (cumulative;
-           older runs: marks, all causes), model_drops, fault_drops
+           older runs: marks, all causes), model_drops, fault_drops. A port is sampled
+           (every ``sample_interval_s``, 10 ms emulated) only when it had traffic or a
+           queue since its last sample: a port with no row at a time was idle, its
+           queue zero and its counters where its last row left them
+kernel_queues.csv  switch, port, t_s, model_bytes (the agent's queue model), kernel_bytes
+           (the kernel qdisc's backlog, ``tc -s``), sent_bytes, drops (the qdisc's,
+           cumulative): the kernel's queue beside the model, every
+           ``kernel_sample_interval_s`` (100 ms emulated), ports with a queue in either
+           only (emulated runs; the simulator has no kernel)
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ FLOW_COLUMNS = ("job", "ring", "pass", "step", "rank", "src", "dst", "path", "eg
 STEP_COLUMNS = ("job", "rank", "host", "pass", "step", "ring", "start_s", "end_s")
 PORT_COLUMNS = ("switch", "port", "t_s", "q_bytes", "max_q_bytes", "pkts", "bytes",
                 "marks_red", "marks_symphony", "marks_both", "model_drops", "fault_drops")
+KERNEL_QUEUE_COLUMNS = ("switch", "port", "t_s", "model_bytes", "kernel_bytes", "sent_bytes",
+                        "drops")
 COLLECTIVE_COLUMNS = ("job", "pass", "ranks", "bytes", "start_s", "end_s", "cct_s", "bound_s",
                       "cct_over_bound", "verified")
 NCCL_TYPE = {"ring_allgather": "none"}          # nccl-tests' redop column for all-gather
@@ -141,13 +151,22 @@ def port_rows(r: _Run) -> list[dict]:
     return rows
 
 
+def kernel_queue_rows(r: _Run) -> list[dict]:
+    return [{"switch": sw, "port": x["port"], "t_s": r.rel(x["t_s"]),
+             **{k: x[k] for k in KERNEL_QUEUE_COLUMNS[3:]}}
+            for sw in r.switches for x in r.agent(sw, "kernel_q")]
+
+
 def write_tables(rundir: str, r: _Run | None = None) -> list[str]:
-    """``flows.csv``, ``steps.csv`` and ``ports.csv`` in the run folder; their paths."""
+    """``flows.csv``, ``steps.csv``, ``ports.csv`` and ``kernel_queues.csv`` in the run
+    folder; their paths."""
     r = r or _Run(rundir)
     out = []
     for name, cols, rows in (("flows.csv", FLOW_COLUMNS, flow_rows(r)),
                              ("steps.csv", STEP_COLUMNS, step_rows(r)),
-                             ("ports.csv", PORT_COLUMNS, port_rows(r))):
+                             ("ports.csv", PORT_COLUMNS, port_rows(r)),
+                             ("kernel_queues.csv", KERNEL_QUEUE_COLUMNS,
+                              kernel_queue_rows(r))):
         path = os.path.join(rundir, name)
         with open(path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=cols)
