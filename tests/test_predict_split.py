@@ -149,7 +149,7 @@ def test_a_collective_cut_by_a_permanent_link_failure_is_failed_not_slow(tmp_pat
     assert run["jobs"][0]["jct_s"] is None
     assert any("never completed" in e for e in run["fidelity"]["errors"])
     assert not run["fidelity"]["faithful"]
-    assert summary["excluded"] == [{"scheme": "baseline", "seed": 1}]
+    assert summary["excluded"] == [{"scheme": "baseline", "seed": 1, "repeat": 1}]
     assert "baseline" not in summary["comparison"] or \
         summary["comparison"]["baseline"]["cct_s"] is None
 

@@ -167,8 +167,11 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
                "per_job": compare_jobs(good),
                "noise": noise_floor(repeats),
                "split": compare_split(good),
-               "excluded": [{"scheme": r["scheme"], "seed": r["seed"]}
-                            for r in runs if r not in good]}
+               # left out for a wrong result or broken fidelity; a faithful seed's
+               # repeats are not excluded, they are the noise floor
+               "excluded": [{"scheme": r["scheme"], "seed": r["seed"],
+                             "repeat": r.get("repeat", 1)}
+                            for r in runs if not r["fidelity"]["faithful"]]}
     if plots and any(r["jobs"] for r in runs):
         from emulator.analysis import plots as plotting     # matplotlib only when drawing
         summary["plots"] = plotting.plot_all(out_dir, runs, man)
@@ -554,6 +557,10 @@ def print_verdicts(summary: dict) -> None:
     if summary.get("excluded"):
         print(f"\n{len(summary['excluded'])} of {len(summary['runs'])} runs are left out of "
               f"the medians above (below: why)")
+    again = sum(r.get("repeat", 1) > 1 for r in summary["runs"])
+    if again:
+        print(f"\n{again} runs are a seed's repeats (--repeat): read for the noise floor "
+              "only; every comparison reads each seed's first run")
     for r in summary["runs"]:
         f = r["fidelity"]
         if f.get("perturbations") or f.get("perturbation_effects"):
