@@ -16,12 +16,14 @@ applies them to Mininet nodes, and re-exports them for its importers.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import replace
 
@@ -85,6 +87,38 @@ _libc = None
 PR_SET_PDEATHSIG = 1
 
 
+INTERRUPTS = frozenset((signal.SIGINT, signal.SIGTERM))
+
+
+@contextlib.contextmanager
+def interrupts_held():
+    """Hold Ctrl-C and SIGTERM while a child is forked with a ``preexec_fn``: Python then
+    runs its at-fork hooks in this process (logging's lock release among them), and an
+    interrupt raised inside a hook is printed as "Exception ignored" and lost -- the run
+    went on to its end (a CI run saw it). Held, it is raised when the fork is done. (A
+    signal mask would not do: another thread takes the signal and the main thread runs
+    its handler, inside the hook.) The child calls :func:`interrupts_released` first."""
+    if threading.current_thread() is not threading.main_thread():
+        yield                          # handlers run in the main thread, not in this fork
+        return
+    got = []
+    old = {sig: signal.signal(sig, lambda n, _frame: got.append(n)) for sig in INTERRUPTS}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        if got:
+            signal.raise_signal(got[0])    # now, through the handler it was meant for
+
+
+def interrupts_released() -> None:
+    """In a child forked under :func:`interrupts_held`, before exec: the interrupts'
+    default actions back (one meant for the parent may end the child here)."""
+    for sig in INTERRUPTS:
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def die_with_parent(parent_pid: int) -> None:
     """In a child between fork and exec: SIGKILL it when the process that started it
     (``parent_pid``) dies (PR_SET_PDEATHSIG; kept across exec, and through ``mnexec``,
@@ -99,6 +133,18 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+def popen_tied(args, **params) -> subprocess.Popen:
+    """``subprocess.Popen`` of a process that dies with this one (:func:`die_with_parent`),
+    forked with the interrupts held (:func:`interrupts_held`)."""
+    parent = os.getpid()
+
+    def pre():
+        interrupts_released()
+        die_with_parent(parent)
+    with interrupts_held():
+        return subprocess.Popen(args, preexec_fn=pre, **params)
+
+
 class OwnedNode:
     """A node every process of which — its shell (which holds its network namespace, and
     so its interfaces and iptables rules) and every command it ``popen``s — dies with
@@ -110,10 +156,12 @@ class OwnedNode:
         user, parent = params.pop("preexec_fn", None), os.getpid()
 
         def pre():
+            interrupts_released()
             die_with_parent(parent)
             if user is not None:
                 user()
-        proc = super()._popen(cmd, preexec_fn=pre, **params)
+        with interrupts_held():
+            proc = super()._popen(cmd, preexec_fn=pre, **params)
         if self.ledger is not None and getattr(self, "shell", None) is not None:
             what = " ".join(os.path.basename(str(c)) for c in cmd[-4:])
             self.ledger.process(f"{self.name}: {what}"[:80], proc.pid)

@@ -243,11 +243,9 @@ class StandInServers(ServerSet):
                 with open(cfg, "w") as f:
                     f.write(ssh.sshd_config(state_dir, i, self.address(i), authorized))
                 log = open(os.path.join(state_dir, f"sshd{i}.log"), "ab")
-                parent = os.getpid()
-                self.sshd.append(subprocess.Popen(
+                self.sshd.append(fabric.popen_tied(
                     ["ip", "netns", "exec", server_ns, ssh.SSHD, "-D", "-e", "-f", cfg],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                    preexec_fn=lambda: fabric.die_with_parent(parent)))
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log))
                 log.close()
             self.access = ssh.run_keys(state_dir, [self.address(i) for i in range(self.n)],
                                        host_keys, wrap=("ip", "netns", "exec", ns),

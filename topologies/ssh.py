@@ -142,13 +142,12 @@ class SshAccess:
             return
         sock = self.control_socket(server)
         log_path = os.path.join(self.state_dir, f"master-{self.name(server)}.log")
-        parent = os.getpid()
+        from topologies.fabric import popen_tied
         with open(log_path, "wb") as log:
-            p = subprocess.Popen(
+            p = popen_tied(
                 [*self.wrap, "ssh", *self.options, "-S", sock, "-M", "-N",
                  "-o", "ControlPersist=no", self.destinations[server]],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                preexec_fn=lambda: _die_with(parent))
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         self.masters[server] = p
         if self.note_process is not None:
             self.note_process(f"ssh master {self.name(server)}", p.pid)
@@ -228,11 +227,6 @@ class SshAccess:
         self.masters = {}
         if self.control_dir != self.state_dir:
             shutil.rmtree(self.control_dir, ignore_errors=True)
-
-
-def _die_with(parent: int) -> None:
-    from topologies.fabric import die_with_parent
-    die_with_parent(parent)
 
 
 def run_keys(state_dir: str, addresses: list[str], host_keys: list[str], user: str = "root",
