@@ -438,6 +438,7 @@ class Spec:
     messages: tuple = ()
     perturbations: tuple = ()
     run: RunSpec = field(default_factory=RunSpec)
+    paper: tuple = ()                   # what the paper reports here (emulator.paper)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -445,7 +446,7 @@ SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
             "symphony": SymphonySpec, "dcqcn": DcqcnSpec, "transport": TransportSpec,
             "collective": CollectiveSpec, "sim": SimSpec, "run": RunSpec}
 TOP_KEYS = ("name", "description", "profile", "jobs", "job_stream", "messages",
-            "perturbations", "variants") + tuple(SECTIONS)
+            "perturbations", "variants", "paper") + tuple(SECTIONS)
 
 
 # --- loading -----------------------------------------------------------------------

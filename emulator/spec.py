@@ -18,7 +18,7 @@ import copy
 import os
 from dataclasses import replace
 
-from emulator import jobstream, profiles, rings as ring_layouts, specfile
+from emulator import jobstream, paper, profiles, rings as ring_layouts, specfile
 from emulator.workloads import WORKLOAD_NAMES
 from hosts.collectives import ALGORITHMS
 from hosts.config import CONGESTION_FLAGS, ConfigError, TransportParams
@@ -57,6 +57,7 @@ def load(path: str, overrides: list[str] = ()) -> Spec:
     for name, sets in variants(spec):          # every variant must validate too
         v = copy.deepcopy(raw)
         v.pop("variants", None)
+        v.pop("paper", None)                   # checked above, against every variant name
         try:
             for item in sets:
                 apply_override(v, item, path)
@@ -349,10 +350,14 @@ def validate(raw: dict, path: str) -> Spec:
     perts = tuple(_validate_perturbation(
         _section(PerturbationSpec, p, f"perturbations[{i}]", path, sc.dilation),
         p, f"perturbations[{i}]", path, topo, jobs) for i, p in enumerate(perts_raw))
+    try:
+        claims = paper.parse(raw.get("paper", []), tuple(names), tuple(SCHEMES))
+    except paper.PaperError as e:
+        raise SpecError(f"{path}: {e.key} = {_show(e.value)}: {e.allowed}") from None
     return Spec(name=name, path=path, description=raw.get("description", ""),
                 profile=raw.get("profile"),
-                jobs=tuple(jobs), messages=messages, perturbations=perts, run=run, raw=raw,
-                **sections)
+                jobs=tuple(jobs), messages=messages, perturbations=perts, run=run,
+                paper=claims, raw=raw, **sections)
 
 
 def _folder_name(name: str, path: str, key: str) -> None:

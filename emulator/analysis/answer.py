@@ -15,7 +15,7 @@ import os
 import statistics
 import sys
 
-from emulator.analysis.evidence import evidence_text
+from emulator.analysis.evidence import evidence_text, paper_claims
 
 WORDS = {"cct": "CCT (a collective)", "jct": "JCT (the job)"}
 
@@ -38,6 +38,10 @@ def answer(sim_dir: str, emu_dir: str) -> list[str]:
                 if e is not None:
                     out.append(f"{label + ',':<11}{e['n']:>3} paired seeds  {name} vs baseline, "
                                f"{WORDS[m]:<19}{evidence_text(e, 'faster', 'slower')}")
+    claims = paper_claims(sets[0][1].get("spec") or {}) if sets else ()
+    for c in claims:
+        if c.variant == "":
+            out.append(f"the paper, for comparison: {c.text()}")
     twins = [j["emulated_jct_s"] / j["sim_jct_s"] for label, s in sets if label == "emulated"
              for r in s["runs"] for j in (r.get("split") or {}).get("jobs", [])
              if j.get("sim_jct_s") and j.get("emulated_jct_s")]

@@ -11,6 +11,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from emulator import paper
+
 
 # What each compared metric is, per run: (name, words, the run's value from its jobs).
 METRICS = (
@@ -111,8 +113,10 @@ def print_noise(summary: dict) -> None:
 
 def print_evidence(summary: dict, indent: str = "  ") -> None:
     """Each scheme against the baseline, paired by seed, one line per metric (primary
-    first): what a reader may quote, with its interval and verdict."""
+    first): what a reader may quote, with its interval and verdict; under it, what the
+    paper reports for the same comparison (the spec's ``[[paper]]``)."""
     words = {m: w for m, w, _ in METRICS}
+    claims = paper_claims(summary.get("spec") or {})
     for s, metrics in (summary.get("evidence") or {}).items():
         name = "Symphony" if s == "symphony" else s
         print(f"{indent}{name} vs baseline, paired by seed (median of the differences, its "
@@ -121,6 +125,15 @@ def print_evidence(summary: dict, indent: str = "  ") -> None:
             label = f"{words[m]}{' (primary)' if e['primary'] else ''}"
             lower, higher = ("fewer", "more") if m == "max_overlap" else ("faster", "slower")
             print(f"{indent}  {label:<28}{evidence_text(e, lower, higher)}")
+            for c in paper.matching(claims, m, s, "baseline"):
+                print(f"{indent}  {'':<28}the paper: {c.text()}")
+
+
+def paper_claims(raw_spec: dict) -> tuple:
+    """The ``[[paper]]`` claims of a run set's spec (as its manifest keeps it; none in a
+    folder from before they were data)."""
+    names = tuple(v["name"] for v in raw_spec.get("variants", []))
+    return paper.parse(raw_spec.get("paper", []), names)
 
 
 def evidence_text(e: dict, lower: str, higher: str) -> str:
