@@ -554,9 +554,15 @@ def _cmd_report(args) -> int:
     return 0
 
 
+def _reproduce(args) -> int:
+    from emulator.cli.reproduce import cmd_reproduce
+    return cmd_reproduce(args)
+
+
 HANDLERS = {"run": _cmd_run, "sweep": _cmd_sweep, "cli": _cmd_cli, "predict": _cmd_predict,
             "clean": _cmd_clean, "report": _cmd_report, "validate": _cmd_validate,
-            "demo": _cmd_demo}
+            "demo": _cmd_demo, "reproduce": _reproduce}
+
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -111,6 +111,25 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     sw.add_argument("--no-plots", action="store_true", help="tables only")
     _emulating(sw)
     sw.set_defaults(func=run["sweep"], needs_root=False)       # emulation checks it itself
+    rp = sub.add_parser("reproduce", help="the paper's figures on the model, the simulation "
+                                          "and the emulation into docs/data/figures/, "
+                                          "resumable; --page makes docs/figures.md from them")
+    rp.add_argument("figures", nargs="*", metavar="FIG",
+                    help="specs in runs/ with [[paper]] tables (default: all of them)")
+    rp.add_argument("--backend", action="append", choices=("fluid", "sim", "emulation"),
+                    help="only these (repeatable; default all three: emulation needs root "
+                         "and takes ~20-60 s a run)")
+    rp.add_argument("--seeds", type=_positive_int,
+                    help="seeds per backend instead of the defaults (model 200, simulation 20 "
+                         "and 50 for fig4/fig5, emulation 3 and 5 for fig4/fig5/table1-paper)")
+    rp.add_argument("--out", help="run folders; an existing one is resumed")
+    rp.add_argument("--data", help="where the CSVs go (default docs/data/figures)")
+    rp.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
+                    help="simulated runs at once (default: this machine's CPUs)")
+    rp.add_argument("--page", action="store_true",
+                    help="write the page from the CSVs only (no run)")
+    rp.add_argument("--to", help="with --page: the file (default docs/figures.md)")
+    rp.set_defaults(func=run["reproduce"], needs_root=False)   # emulation checks it itself
     c = sub.add_parser("cli", help="open Mininet's CLI on a spec's fabric, with commands to "
                                    "start jobs, switch Symphony, perturb, read stats, plot")
     c.add_argument("spec")
