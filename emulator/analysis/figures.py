@@ -42,19 +42,37 @@ def read(path: str) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def page(data_dir: str, runs_dir: str) -> str:
-    """The whole page (markdown) from every figure CSV in ``data_dir``."""
+def page(data_dir: str, runs_dir: str, planned=None) -> str:
+    """The whole page (markdown) from every figure CSV in ``data_dir``; ``planned(fig,
+    backend)``: the seeds a backend is to run (a column of what is done)."""
     from emulator.spec import load
-    parts = [HEADER]
-    for path in sorted(glob.glob(os.path.join(data_dir, "*.csv"))):
-        fig = os.path.splitext(os.path.basename(path))[0]
+    figs = {os.path.splitext(os.path.basename(p))[0]: read(p)
+            for p in sorted(glob.glob(os.path.join(data_dir, "*.csv")))}
+    parts = [HEADER, _done_table(figs, planned)]
+    for fig, rows in figs.items():
         spec = load(os.path.join(runs_dir, fig + ".toml"))
-        parts.append(figure_section(fig, read(path), spec.paper, primary_metric(spec.raw)))
+        parts.append(figure_section(fig, rows, spec.paper, primary_metric(spec.raw)))
     return "\n".join(parts)
 
 
-def figure_section(fig: str, rows: list[dict], claims, metric: str) -> str:
-    col = COLUMN[metric]
+def _done_table(figs: dict, planned) -> str:
+    """Per figure and backend: the seeds run (of those planned)."""
+    out = ["## What is done\n", "| figure | " + " | ".join(l for _, l in BACKENDS) + " |",
+           "|---" * (1 + len(BACKENDS)) + "|"]
+    for fig, rows in figs.items():
+        cells = []
+        for b, _ in BACKENDS:
+            n = len({r["seed"] for r in rows if r["backend"] == b})
+            plan = f" of {planned(fig, b)}" if planned else ""
+            cells.append(f"{n}{plan} seeds" if n else ("not yet" + (f" ({planned(fig, b)})"
+                                                                      if planned else "")))
+        out.append(f"| {fig} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def figure_section(fig: str, rows: list[dict], claims, primary: str) -> str:
+    """One figure: per variant, the spec's primary metric and every other metric the
+    paper reports a number of, each scheme per backend and against the baseline."""
     out = [f"## {fig}\n"]
     revs = sorted({r["git_revision"] for r in rows if r["git_revision"]})
     flagged = sum(r["faithful"] != "True" for r in rows)
@@ -62,39 +80,49 @@ def figure_section(fig: str, rows: list[dict], claims, metric: str) -> str:
     out.append("Runs: " + ", ".join(f"{label} {runs[b]}" for b, label in BACKENDS)
                + f"; {flagged} flagged unfaithful (left out); code "
                + (", ".join(revs) or "unknown") + ".\n")
-    values = defaultdict(lambda: defaultdict(dict))      # (variant, scheme) -> backend -> seed
-    for r in rows:
-        if r["faithful"] == "True" and r.get(col) not in ("", None):
-            values[(r["variant"], r["scheme"])][r["backend"]][int(r["seed"])] = float(r[col])
-    variants = list(dict.fromkeys(r["variant"] for r in rows))
-    for v in variants:
-        schemes = list(dict.fromkeys(s for (vv, s) in values if vv == v))
+    metrics = list(dict.fromkeys([primary] + [c.metric for c in claims if c.metric in COLUMN]))
+    for v in dict.fromkeys(r["variant"] for r in rows):
         own = "" if v == DEFAULT_POINT else v        # a claim of the spec itself
-        out.append(f"### {own or fig}: {WORDS[metric]}\n")
-        out.append("| scheme | paper | " + " | ".join(label for _, label in BACKENDS) + " |")
-        out.append("|---" * (2 + len(BACKENDS)) + "|")
-        for s in schemes:
-            said = [c for c in claims if c.metric == metric and c.scheme == s
-                    and c.against == "" and c.variant == own]
-            cells = [_median_cell(values[(v, s)].get(b, {})) for b, _ in BACKENDS]
-            out.append(f"| {s} | {_claim_cell(said)} | " + " | ".join(cells) + " |")
-        out.append("")
-        others = [s for s in schemes if s != "baseline"]
-        if others and "baseline" in schemes:
-            out.append("| against the baseline, paired | paper | "
-                       + " | ".join(label for _, label in BACKENDS) + " |")
-            out.append("|---" * (2 + len(BACKENDS)) + "|")
-            for s in others:
-                said = paper.matching(claims, metric, s, "baseline", own)
-                cells = [_paired_cell(values[(v, "baseline")].get(b, {}),
-                                      values[(v, s)].get(b, {})) for b, _ in BACKENDS]
-                out.append(f"| {s} | {_claim_cell(said)} | " + " | ".join(cells) + " |")
-            out.append("")
+        for metric in metrics:
+            out += _metric_tables(fig, own, [r for r in rows if r["variant"] == v], claims,
+                                  metric)
     words = [c for c in claims if c.value is None]
     if words:
         out.append("The paper, in words: " + "; ".join(f"{c.figure}: {c.claim}" for c in words)
                    + ".\n")
     return "\n".join(out)
+
+
+def _metric_tables(fig: str, variant: str, rows: list[dict], claims, metric: str) -> list[str]:
+    col = COLUMN[metric]
+    values = defaultdict(lambda: defaultdict(dict))      # scheme -> backend -> seed -> value
+    for r in rows:
+        if r["faithful"] == "True" and r.get(col) not in ("", None):
+            values[r["scheme"]][r["backend"]][int(r["seed"])] = float(r[col])
+    if not values:
+        return []
+    schemes = list(values)
+    head = " | ".join(label for _, label in BACKENDS)
+    out = [f"### {variant or fig}: {WORDS[metric]}\n",
+           f"| scheme | paper | {head} |", "|---" * (2 + len(BACKENDS)) + "|"]
+    for s in schemes:
+        said = [c for c in claims if c.metric == metric and c.scheme == s
+                and c.against == "" and c.variant == variant]
+        cells = [_median_cell(values[s].get(b, {})) for b, _ in BACKENDS]
+        out.append(f"| {s} | {_claim_cell(said)} | " + " | ".join(cells) + " |")
+    out.append("")
+    if "baseline" in values and len(schemes) > 1:
+        out += [f"| against the baseline, paired | paper | {head} |",
+                "|---" * (2 + len(BACKENDS)) + "|"]
+        for s in schemes:
+            if s == "baseline":
+                continue
+            said = paper.matching(claims, metric, s, "baseline", variant)
+            cells = [_paired_cell(values["baseline"].get(b, {}), values[s].get(b, {}))
+                     for b, _ in BACKENDS]
+            out.append(f"| {s} | {_claim_cell(said)} | " + " | ".join(cells) + " |")
+        out.append("")
+    return out
 
 
 def _median_cell(seeds: dict) -> str:
@@ -119,8 +147,8 @@ def _claim_cell(claims) -> str:
     return f"{c.value:+g} %" if c.unit == "%" else f"{c.value:g} {c.unit}"
 
 
-def write(data_dir: str, runs_dir: str, to: str) -> str:
-    text = page(data_dir, runs_dir)
+def write(data_dir: str, runs_dir: str, to: str, planned=None) -> str:
+    text = page(data_dir, runs_dir, planned)
     with open(to, "w") as f:
         f.write(text)
     return to

@@ -20,7 +20,8 @@ def cmd_reproduce(args) -> int:
             print(f"symphony-emu reproduce: --data {data}: no such folder (run the figures "
                   "first)", file=sys.stderr)
             return 2
-        print(f"page: {figures.write(data, rp.RUNS, os.path.abspath(args.to or PAGE))}")
+        made = figures.write(data, rp.RUNS, os.path.abspath(args.to or PAGE), rp.seeds_for)
+        print(f"page: {made}")
         return 0
     known = rp.figures()
     bad = [f for f in args.figures if f not in known]
