@@ -60,9 +60,11 @@ def _runs(spec_path, out, pts, schemes, seeds):
         spec = load(spec_path, overrides)
         pdir = os.path.join(out, label.replace("/", "_"))
         os.makedirs(pdir, exist_ok=True)
+        # seed by seed, a seed's schemes side by side (as `run` orders them): the
+        # machine's drift over a long sweep then moves both sides of a pair alike
         yield label, spec, pdir, [
             (f"{label} {scheme} seed {seed}", scheme, seed, rundir, RunFolder(rundir).done)
-            for scheme in schemes or spec.run.schemes for seed in seeds or spec.run.seeds
+            for seed in seeds or spec.run.seeds for scheme in schemes or spec.run.schemes
             for rundir in [os.path.join(pdir, f"{scheme}-seed{seed}")]]
 
 
