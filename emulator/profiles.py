@@ -5,7 +5,7 @@ profile's settings at that point, as if each were a ``--set`` item: keys the fil
 are overridden, ``--set`` items after it override the profile. So every item can be
 ablated on its own (``--set profile=hpcc --set transport.ack_every=8``).
 
-``zhu``: what every result in docs/results.md measured before issue 19 ran (Zhu et
+``zhu``: what every result in the dated journal (journal@827c2ab) measured before issue 19 ran (Zhu et
 al.'s DCQCN with the paper's text's thresholds); the same keys as ``hpcc``.
 
 ``hpcc``: the paper ran its simulations with "the RDMA configuration of HPCC" (its ref.
@@ -37,7 +37,7 @@ HPCC = (
      "run.py: Kmin/Kmax set per port from its bandwidth (a slower port, lower thresholds)"),
 )
 
-# The transport every figure in docs/results.md was measured with before the paper's specs
+# The transport every figure in the dated journal (journal@827c2ab) was measured with before the paper's specs
 # moved to "hpcc" (issue 19): Zhu et al.'s DCQCN, a CNP per flow per 50 µs at most, an
 # ACK every 8 packets, the paper's text's RED thresholds on every port. The same keys as
 # "hpcc", so either profile undoes the other.

@@ -1,4 +1,4 @@
-"""The simulation backend against the emulation (docs/results.md, "The emulation beside its
+"""The simulation backend against the emulation (journal@827c2ab, "The emulation beside its
 twin"): per-run data as CSV in docs/data/, and the page's tables from those CSVs alone.
 
     python scripts/agreement.py collect EXPERIMENT RUNSET > docs/data/agreement-EXP.csv

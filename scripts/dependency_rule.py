@@ -1,4 +1,4 @@
-"""The dependency rule's measurements (docs/results.md, "The dependency rule"): per-run data
+"""The dependency rule's measurements (journal@827c2ab, "The dependency rule"): per-run data
 as CSV in docs/data/, and the page's tables computed from those CSVs alone.
 
     python scripts/dependency_rule.py collect EXPERIMENT FOLDER... > docs/data/FILE.csv

@@ -70,7 +70,7 @@ def test_the_papers_experiments_and_the_main_job_run_hpccs_transport():
 
 def test_the_zhu_profile_sets_the_same_keys_as_hpcc_so_each_undoes_the_other():
     assert [k for k, _, _ in profiles.ZHU] == [k for k, _, _ in profiles.HPCC]
-    # zhu is the spec's own defaults: what results.md measured before the specs took hpcc
+    # zhu is the spec's own defaults: what the journal (journal@827c2ab) measured before the specs took hpcc
     back = load(FIG5, ["profile=hpcc", "profile=zhu"])
     assert (back.dcqcn, back.transport, back.switch) == (DcqcnSpec(), TransportSpec(),
                                                          SwitchSpec())

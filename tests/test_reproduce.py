@@ -4,6 +4,7 @@ the page is made from those rows and the spec's [[paper]] tables alone."""
 
 import csv
 import os
+import re
 
 from emulator.analysis import figures
 from emulator.cli import main as cli_main
@@ -36,11 +37,20 @@ def test_a_figure_on_two_backends_becomes_rows_then_a_page(tmp_path, capsys):
     assert "| pq |" in text and "too few" not in text
     line = next(x for x in text.splitlines() if x.startswith("| symphony | -22 %"))
     assert line.count("(2)") == 1 and line.endswith("undecided (2) | - |"), line
-    assert "| fig5 | 2 seeds | 2 seeds | not yet |" in text           # what is done
+    # what is done, with the machine time the runs took (their wall times, recorded)
+    assert all(float(r["wall_s"]) > 0 for r in rows)
+    sim_s = sum(float(r["wall_s"]) for r in rows if r["backend"] == "sim")
+    done = re.search(r"\| fig5 \| 2 seeds, [\d.]+ (s|min) \| 2 seeds, ([\d.]+) s \| not yet \|", text)
+    assert done and abs(float(done.group(2)) - sim_s) <= 0.5, text[:1500]
     rc = cli_main(["reproduce", "--page", "--data", str(data), "--to", str(tmp_path / "p.md")])
     made = open(tmp_path / "p.md").read()
-    assert rc == 0 and "| fig5 | 2 of 200 seeds | 2 of 50 seeds | not yet (5) |" in made
-    assert made.replace(" of 200", "").replace(" of 50", "").replace(" (5)", "") == text
+    assert rc == 0 and "| fig5 | 2 of 200 seeds, " in made and " | not yet (5) |" in made
+    link = "\n![fig5: paired differences per seed](p/fig5.svg)\n"
+    assert made.replace(" of 200", "").replace(" of 50", "").replace(" (5)", "").replace(
+        link, "") == text
+    # its plot beside it: the paired differences of the one pair scheme per backend
+    svg = open(tmp_path / "p" / "fig5.svg").read()
+    assert svg.startswith("<?xml") and "p/fig5.svg" in made
 
 
 def test_an_unknown_figure_is_refused_naming_the_allowed_ones(capsys):

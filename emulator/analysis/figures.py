@@ -1,12 +1,21 @@
-"""The paper's figures as a page, from data alone: ``docs/data/figures/<fig>.csv``
-(``emulator.launch.reproduce``: a row per run) and each spec's ``[[paper]]`` tables.
+"""The results page (``docs/results.md``), from data alone: ``docs/data/figures/<fig>.csv``
+(``emulator.launch.reproduce``: a row per run), each spec's ``[[paper]]`` tables, and the
+hand-written readings beside the data (``<fig>.md``: at most :data:`READING_LINES` lines,
+what holds, what does not, and the measured cause; ``questions.md``: the questions the
+data settle).
 
 Per figure and variant: each scheme's median of the spec's primary metric per backend
 (the paper / the model / the simulation / the emulation, with the number of runs), then
 each scheme against the baseline, paired by seed, per backend: the median of the
 per-seed differences with its distribution-free 95 % interval and one word
 (``emulator.analysis.stats``), beside what the paper reports. Runs flagged unfaithful
-are counted, never used. The page says which code revisions its data came from.
+are counted, never used. The page says which code revisions its data came from and the
+machine time each backend took, and draws each figure's paired differences (an SVG per
+figure beside the page: every seed a dot, the median with its interval a bar, the paper's
+value a diamond).
+
+The same data give the same page, byte for byte (``tests/test_results_page.py``):
+nothing on it depends on the clock, the machine or the order files are listed in.
 
     symphony-emu reproduce --page [--data DIR] [--to FILE]
 """
@@ -16,6 +25,7 @@ from __future__ import annotations
 import csv
 import glob
 import os
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -29,12 +39,18 @@ BACKENDS = (("fluid", "model"), ("sim", "simulation"), ("emulation", "emulation"
 COLUMN = {"cct": "median_cct_s", "jct": "jct_s", "max_overlap": "max_step_overlap"}
 WORDS = {"cct": "median CCT (s, emulated scale)", "jct": "JCT (s, emulated scale)",
          "max_overlap": "max step overlap"}
-HEADER = ("# The paper's figures, reproduced\n\n"
-          "Generated from `docs/data/figures/*.csv` and the specs' `[[paper]]` tables by\n"
-          "`symphony-emu reproduce --page`; do not edit by hand (rerun it). Medians over\n"
-          "faithful runs; comparisons paired by seed: the median of the per-seed\n"
-          "differences, its distribution-free 95 % interval, the verdict at 95 % and the\n"
-          "number of pairs. The model runs baseline, ideal-priority and pq (no Symphony).\n")
+FLOW_COLUMN = re.compile(r"fct_step(\d+)_s")    # a flow's completion time per step
+READING_LINES = 10        # a figure's hand-written reading, at most
+JOURNAL = "827c2ab"       # the last revision with the dated journal this page replaced
+HEADER = ("# Results: the paper's figures, reproduced\n\n"
+          "Generated from `docs/data/figures/` (a CSV of runs and a short reading per figure)\n"
+          "and the specs' `[[paper]]` tables by `symphony-emu reproduce --page`; do not edit\n"
+          "by hand (edit the readings, rerun it). Medians over faithful runs; comparisons\n"
+          "paired by seed: the median of the per-seed differences, its distribution-free\n"
+          "95 % interval, the verdict at 95 % and the number of pairs (`emulator/analysis/\n"
+          "stats.py`). The model runs baseline, ideal-priority and pq (it has no Symphony).\n"
+          "Every run: `symphony-emu reproduce [FIG] --backend fluid|sim|emulation`.\n"
+          f"The dated journal this page replaced: `git show {JOURNAL}:docs/results.md`.\n")
 
 
 def read(path: str) -> list[dict]:
@@ -42,32 +58,78 @@ def read(path: str) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def page(data_dir: str, runs_dir: str, planned=None) -> str:
-    """The whole page (markdown) from every figure CSV in ``data_dir``; ``planned(fig,
-    backend)``: the seeds a backend is to run (a column of what is done)."""
+def page(data_dir: str, runs_dir: str, planned=None, plots_dir: str | None = None,
+         plots_href: str = "") -> str:
+    """The whole page (markdown) from every figure CSV in ``data_dir`` and the readings
+    beside them; ``planned(fig, backend)``: the seeds a backend is to run (a column of
+    what is done). With ``plots_dir``, each figure's plot is written there as
+    ``<fig>.svg`` and linked as ``<plots_href><fig>.svg``."""
     from emulator.spec import load
     figs = {os.path.splitext(os.path.basename(p))[0]: read(p)
             for p in sorted(glob.glob(os.path.join(data_dir, "*.csv")))}
     parts = [HEADER, _done_table(figs, planned)]
     for fig, rows in figs.items():
         spec = load(os.path.join(runs_dir, fig + ".toml"))
-        parts.append(figure_section(fig, rows, spec.paper, primary_metric(spec.raw)))
+        primary = primary_metric(spec.raw)
+        parts.append(figure_section(fig, rows, spec.paper, primary))
+        # drawn: what the paper gives a % of, else the primary metric, else a flow's time
+        drawn = [c.metric for c in spec.paper if c.against and c.unit == "%"
+                 and c.metric in COLUMN] + [primary, "fct_step0_s"]
+        if plots_dir is not None and any(plot(fig, rows, spec.paper, m, os.path.join(
+                plots_dir, fig + ".svg")) for m in dict.fromkeys(drawn)):
+            parts.append(f"![{fig}: paired differences per seed]({plots_href}{fig}.svg)\n")
+        reading = _reading(os.path.join(data_dir, fig + ".md"))
+        if reading:
+            parts.append("**Reading.** " + reading)
+    questions = os.path.join(data_dir, "questions.md")
+    if os.path.exists(questions):
+        with open(questions) as f:
+            parts.append(f.read().rstrip("\n") + "\n")
     return "\n".join(parts)
 
 
+def _reading(path: str) -> str:
+    """A figure's hand-written reading: at most :data:`READING_LINES` non-empty lines."""
+    if not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        text = f.read().strip("\n")
+    n = sum(1 for line in text.splitlines() if line.strip())
+    if n > READING_LINES:
+        raise ValueError(f"{path}: {n} lines; a figure's reading is at most "
+                         f"{READING_LINES} (what holds, what does not, the measured cause)")
+    return text + "\n"
+
+
 def _done_table(figs: dict, planned) -> str:
-    """Per figure and backend: the seeds run (of those planned)."""
-    out = ["## What is done\n", "| figure | " + " | ".join(l for _, l in BACKENDS) + " |",
+    """Per figure and backend: the seeds run (of those planned) and the machine time."""
+    out = ["## What is done\n",
+           "Seeds run per backend (of those planned) and the machine time they took (the\n"
+           "sum of the runs' wall times; the model and the simulation run several at once).\n",
+           "| figure | " + " | ".join(l for _, l in BACKENDS) + " |",
            "|---" * (1 + len(BACKENDS)) + "|"]
+    total = defaultdict(float)
     for fig, rows in figs.items():
         cells = []
         for b, _ in BACKENDS:
-            n = len({r["seed"] for r in rows if r["backend"] == b})
+            mine = [r for r in rows if r["backend"] == b]
+            n = len({r["seed"] for r in mine})
+            wall = sum(float(r.get("wall_s") or 0) for r in mine)
+            untimed = sum(not r.get("wall_s") for r in mine)
+            total[b] += wall
             plan = f" of {planned(fig, b)}" if planned else ""
-            cells.append(f"{n}{plan} seeds" if n else ("not yet" + (f" ({planned(fig, b)})"
-                                                                      if planned else "")))
+            took = _duration(wall) + (f" ({untimed} runs untimed)" if untimed else "")
+            cells.append(f"{n}{plan} seeds, {took}" if n else
+                         ("not yet" + (f" ({planned(fig, b)})" if planned else "")))
         out.append(f"| {fig} | " + " | ".join(cells) + " |")
+    out.append("| all | " + " | ".join(_duration(total[b]) for b, _ in BACKENDS) + " |")
     return "\n".join(out) + "\n"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
 def figure_section(fig: str, rows: list[dict], claims, primary: str) -> str:
@@ -81,6 +143,8 @@ def figure_section(fig: str, rows: list[dict], claims, primary: str) -> str:
                + f"; {flagged} flagged unfaithful (left out); code "
                + (", ".join(revs) or "unknown") + ".\n")
     metrics = list(dict.fromkeys([primary] + [c.metric for c in claims if c.metric in COLUMN]))
+    if any(c.metric == "flow_time" for c in claims):     # a table per flow (Fig 9)
+        metrics += sorted({k for r in rows for k in r if FLOW_COLUMN.fullmatch(k)})
     for v in dict.fromkeys(r["variant"] for r in rows):
         own = "" if v == DEFAULT_POINT else v        # a claim of the spec itself
         for metric in metrics:
@@ -94,19 +158,15 @@ def figure_section(fig: str, rows: list[dict], claims, primary: str) -> str:
 
 
 def _metric_tables(fig: str, variant: str, rows: list[dict], claims, metric: str) -> list[str]:
-    col = COLUMN[metric]
-    values = defaultdict(lambda: defaultdict(dict))      # scheme -> backend -> seed -> value
-    for r in rows:
-        if r["faithful"] == "True" and r.get(col) not in ("", None):
-            values[r["scheme"]][r["backend"]][int(r["seed"])] = float(r[col])
+    values = _values(rows, metric)
     if not values:
         return []
     schemes = list(values)
     head = " | ".join(label for _, label in BACKENDS)
-    out = [f"### {variant or fig}: {WORDS[metric]}\n",
+    out = [f"### {variant or fig}: {_words(metric)}\n",
            f"| scheme | paper | {head} |", "|---" * (2 + len(BACKENDS)) + "|"]
     for s in schemes:
-        said = [c for c in claims if c.metric == metric and c.scheme == s
+        said = [c for c in claims if c.metric == _claimed(metric) and c.scheme == s
                 and c.against == "" and c.variant == variant]
         cells = [_median_cell(values[s].get(b, {})) for b, _ in BACKENDS]
         out.append(f"| {s} | {_claim_cell(said)} | " + " | ".join(cells) + " |")
@@ -117,7 +177,7 @@ def _metric_tables(fig: str, variant: str, rows: list[dict], claims, metric: str
         for s in schemes:
             if s == "baseline":
                 continue
-            said = paper.matching(claims, metric, s, "baseline", variant)
+            said = paper.matching(claims, _claimed(metric), s, "baseline", variant)
             cells = [_paired_cell(values["baseline"].get(b, {}), values[s].get(b, {}))
                      for b, _ in BACKENDS]
             out.append(f"| {s} | {_claim_cell(said)} | " + " | ".join(cells) + " |")
@@ -147,8 +207,96 @@ def _claim_cell(claims) -> str:
     return f"{c.value:+g} %" if c.unit == "%" else f"{c.value:g} {c.unit}"
 
 
+def _claimed(metric: str) -> str:
+    """The paper's metric a table of ours answers: a flow's time is ``flow_time`` for the
+    flow of step 0 only (the paper's flow A, the lagging step: runs/fig9.toml)."""
+    if FLOW_COLUMN.fullmatch(metric):
+        return "flow_time" if metric == "fct_step0_s" else ""
+    return metric
+
+
+def _words(metric: str) -> str:
+    m = FLOW_COLUMN.fullmatch(metric)
+    if m:
+        return f"the flow of step {m.group(1)}: completion time (s, emulated scale)"
+    return WORDS[metric]
+
+
+def _values(rows: list[dict], metric: str) -> dict:
+    """scheme -> backend -> seed -> value of ``metric`` (a metric of :data:`COLUMN` or a
+    flow's column), faithful runs only."""
+    col = COLUMN.get(metric, metric)
+    values = defaultdict(lambda: defaultdict(dict))
+    for r in rows:
+        if r["faithful"] == "True" and r.get(col) not in ("", None):
+            values[r["scheme"]][r["backend"]][int(r["seed"])] = float(r[col])
+    return values
+
+
+def plot(fig: str, rows: list[dict], claims, primary: str, path: str) -> bool:
+    """Every scheme against the baseline in ``primary``, per variant and backend: each
+    seed's paired difference a dot, the median and its 95 % interval a bar, the paper's
+    value a diamond; False (nothing written) when the figure has no pair."""
+    lines = []            # (label, backend, diffs, Paired, paper value or None)
+    for v in dict.fromkeys(r["variant"] for r in rows):
+        values = _values([r for r in rows if r["variant"] == v], primary)
+        own = "" if v == DEFAULT_POINT else v
+        for s in values:
+            if s == "baseline" or "baseline" not in values:
+                continue
+            said = [c for c in paper.matching(claims, _claimed(primary), s, "baseline", own)
+                    if c.unit == "%"]
+            for b, _ in BACKENDS:
+                base, other = values["baseline"].get(b, {}), values[s].get(b, {})
+                common = sorted(set(base) & set(other))
+                if common:
+                    p = paired([base[k] for k in common], [other[k] for k in common])
+                    label = (f"{own} " if own else "") + s
+                    lines.append((label, b, p, said[0].value if said else None))
+    if not lines:
+        return False
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    colors = {"fluid": "#7f7f7f", "sim": "#1f77b4", "emulation": "#d62728"}
+    labels = list(dict.fromkeys(label for label, *_ in lines))
+    offset = {b: (i - 1) * 0.25 for i, (b, _) in enumerate(BACKENDS)}
+    f, ax = plt.subplots(figsize=(7.5, 0.9 + 0.55 * len(labels)))
+    for label, b, p, said in lines:
+        y = labels.index(label) + offset[b]
+        d = np.asarray(p.diffs) * 100
+        ax.plot(d, np.full(len(d), y), "|", color=colors[b], alpha=0.35, markersize=6,
+                rasterized=True)          # a picture: hundreds of ticks as vectors weigh MBs
+        if p.median_ci:
+            ax.plot([p.median_ci[0] * 100, p.median_ci[1] * 100], [y, y], "-",
+                    color=colors[b], lw=2.5)
+        ax.plot([p.median * 100], [y], "o", color=colors[b], markersize=5)
+        if said is not None:
+            ax.plot([said], [labels.index(label)], "D", color="black", markersize=6)
+    for b, label in BACKENDS:
+        ax.plot([], [], "o-", color=colors[b], label=label)
+    ax.plot([], [], "D", color="black", label="the paper")
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    ax.set_xlabel(f"{_words(primary)}: % against the baseline, paired by seed")
+    ax.set_title(f"{fig}: each seed a tick, the median a dot, its 95 % interval a bar",
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(axis="x", alpha=0.3)
+    f.tight_layout()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with plt.rc_context({"svg.hashsalt": fig}):    # an SVG of the data alone: no date,
+        f.savefig(path, format="svg", metadata={"Date": None})   # ids fixed
+    plt.close(f)
+    return True
+
+
 def write(data_dir: str, runs_dir: str, to: str, planned=None) -> str:
-    text = page(data_dir, runs_dir, planned)
+    """The page into ``to``, its plots into ``results/`` beside it."""
+    base = os.path.splitext(os.path.basename(to))[0]
+    text = page(data_dir, runs_dir, planned, os.path.join(os.path.dirname(to) or ".", base),
+                base + "/")
     with open(to, "w") as f:
         f.write(text)
     return to

@@ -216,7 +216,7 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
     if meas.get("teardown_leftovers"):
         reasons.append(f"teardown had to remove {meas['teardown_leftovers']}")
     # what the emulation adds to every hop: the wait for the agent (not judged yet: see
-    # docs/results.md, "Faster emulation"; reported beside the verdict)
+    # journal@827c2ab, "Faster emulation"; reported beside the verdict)
     holds = {name: (a.get("nfqueue", {}).get("held_mean_s"),
                     a.get("nfqueue", {}).get("held_packets", 0))
              for name, a in meas.get("agents", {}).items()}

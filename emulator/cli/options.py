@@ -113,7 +113,7 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     sw.set_defaults(func=run["sweep"], needs_root=False)       # emulation checks it itself
     rp = sub.add_parser("reproduce", help="the paper's figures on the model, the simulation "
                                           "and the emulation into docs/data/figures/, "
-                                          "resumable; --page makes docs/figures.md from them")
+                                          "resumable; --page makes docs/results.md from them")
     rp.add_argument("figures", nargs="*", metavar="FIG",
                     help="specs in runs/ with [[paper]] tables (default: all of them)")
     rp.add_argument("--backend", action="append", choices=("fluid", "sim", "emulation"),
@@ -128,7 +128,8 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
                     help="simulated runs at once (default: this machine's CPUs)")
     rp.add_argument("--page", action="store_true",
                     help="write the page from the CSVs only (no run)")
-    rp.add_argument("--to", help="with --page: the file (default docs/figures.md)")
+    rp.add_argument("--to", help="with --page: the file (default docs/results.md; its plots "
+                    "go to results/ beside it)")
     rp.set_defaults(func=run["reproduce"], needs_root=False)   # emulation checks it itself
     c = sub.add_parser("cli", help="open Mininet's CLI on a spec's fabric, with commands to "
                                    "start jobs, switch Symphony, perturb, read stats, plot")

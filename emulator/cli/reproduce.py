@@ -8,7 +8,7 @@ import sys
 
 from topologies.fabric import REPO_ROOT
 
-PAGE = os.path.join(REPO_ROOT, "docs", "figures.md")
+PAGE = os.path.join(REPO_ROOT, "docs", "results.md")
 
 
 def cmd_reproduce(args) -> int:

@@ -34,7 +34,7 @@ SEEDS = {"fluid": 200, "sim": 20, "emulation": 3}
 MORE_SEEDS = {"sim": {"fig4": 50, "fig5": 50},
               "emulation": {"fig4": 5, "fig5": 5, "table1-paper": 5}}
 COLUMNS = ("figure", "variant", "backend", "scheme", "seed", "git_revision", "faithful",
-           "median_cct_s", "jct_s", "max_step_overlap", "flow_overlap_s")
+           "median_cct_s", "jct_s", "max_step_overlap", "flow_overlap_s", "wall_s")
 # (then a column per message's flow time, ``fct_step<k>_s``, where a figure has them)
 
 
@@ -74,13 +74,19 @@ def reproduce(figs: list[str], backends: list[str], out: str, data: str = DATA,
 
 def _row(fig: str, backend: str, where: str, r: dict) -> dict:
     rundir = os.path.join(where, r["point"].replace("/", "_"), f"{r['scheme']}-seed{r['seed']}")
-    try:
-        with open(os.path.join(rundir, "manifest.json")) as f:
-            rev = json.load(f).get("git_revision", "")
-    except OSError:
-        rev = ""
-    return {"figure": fig, "variant": r["point"], "backend": backend, "git_revision": rev,
+    return {"figure": fig, "variant": r["point"], "backend": backend,
+            "git_revision": _field(rundir, "manifest.json", "git_revision"),
+            "wall_s": _field(rundir, "measurements.json", "wall_s"),    # the machine time
             **{k: v for k, v in r.items() if k in COLUMNS or k.startswith("fct_")}}
+
+
+def _field(rundir: str, name: str, key: str):
+    """``key`` of a run folder's JSON file ``name`` ("" when it has none)."""
+    try:
+        with open(os.path.join(rundir, name)) as f:
+            return json.load(f).get(key, "")
+    except (OSError, ValueError):
+        return ""
 
 
 def write_csv(path: str, rows: list[dict], replace_backends=()) -> str:

@@ -21,7 +21,7 @@ from hosts.scale import Scale
 if TYPE_CHECKING:
     from emulator.spec import Spec
 
-# The slowest runs measured took 5.6x their lockstep bound (docs/results.md, 1 MB
+# The slowest runs measured took 5.6x their lockstep bound (journal@827c2ab, 1 MB
 # chunks); twice that is where a perturbation is "after the jobs' end".
 LOCKSTEP_SLACK = 10.0
 

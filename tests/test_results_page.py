@@ -1,0 +1,70 @@
+"""docs/results.md is made from docs/data/figures/ alone: the committed page is what the
+committed data give (regenerated here and compared byte for byte), and the page's own
+rules hold: a figure's reading is short, a plot depends on the data alone."""
+
+import os
+import re
+import shutil
+
+import pytest
+
+from emulator.analysis import figures
+from emulator.launch import reproduce as rp
+from topologies.fabric import REPO_ROOT
+
+PAGE = os.path.join(REPO_ROOT, "docs", "results.md")
+PLOTS = os.path.join(REPO_ROOT, "docs", "results")
+
+
+def test_the_committed_page_is_what_the_committed_data_give(tmp_path):
+    to = tmp_path / "results.md"
+    figures.write(rp.DATA, rp.RUNS, str(to), rp.seeds_for)
+    with open(PAGE) as f:
+        committed = f.read()
+    assert to.read_text() == committed, (
+        "docs/results.md differs from what docs/data/figures/ gives: run "
+        "`symphony-emu reproduce --page` and commit the page")
+    made = sorted(os.listdir(tmp_path / "results"))
+    assert made == sorted(os.listdir(PLOTS))
+    linked = re.findall(r"\]\(results/([\w-]+\.svg)\)", committed)
+    assert linked and sorted(linked) == made
+    import matplotlib
+    for name in made:
+        with open(os.path.join(PLOTS, name)) as f:
+            old = f.read()
+        by = re.search(r"Matplotlib v([\d.]+)", old)
+        if by is None or by.group(1) != matplotlib.__version__:
+            pytest.skip(f"{name} was drawn by matplotlib {by and by.group(1)}, this is "
+                        f"{matplotlib.__version__}: its bytes may differ")
+        assert (tmp_path / "results" / name).read_text() == old, name
+
+
+def test_a_reading_longer_than_ten_lines_is_refused_naming_its_file(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(os.path.join(rp.DATA, "fig7c.csv"), data / "fig7c.csv")
+    (data / "fig7c.md").write_text("".join(f"line {i}\n" for i in range(11)))
+    with pytest.raises(ValueError, match=r"fig7c\.md: 11 lines; a figure's reading is at "
+                                         r"most 10"):
+        figures.page(str(data), rp.RUNS)
+    (data / "fig7c.md").write_text("Holds: the tail.\n\nDoes not: the mean.\n")
+    (data / "questions.md").write_text("## Questions\n\nOne.\n")
+    text = figures.page(str(data), rp.RUNS)
+    assert "**Reading.** Holds: the tail.\n\nDoes not: the mean.\n" in text
+    assert text.endswith("## Questions\n\nOne.\n")
+
+
+def test_the_same_data_draw_the_same_plot(tmp_path):
+    rows = figures.read(os.path.join(rp.DATA, "fig5.csv"))
+    from emulator.spec import load
+    spec = load(os.path.join(rp.RUNS, "fig5.toml"))
+    a, b = tmp_path / "a.svg", tmp_path / "b.svg"
+    assert figures.plot("fig5", rows, spec.paper, "cct", str(a))
+    assert figures.plot("fig5", rows, spec.paper, "cct", str(b))
+    assert a.read_text() == b.read_text()
+    text = a.read_text()
+    assert "<dc:date>" not in text            # nothing of the day it was drawn
+    # no pair at all (the baseline alone): nothing drawn, nothing written
+    only = [r for r in rows if r["scheme"] == "baseline"]
+    assert not figures.plot("fig5", only, spec.paper, "cct", str(tmp_path / "c.svg"))
+    assert not (tmp_path / "c.svg").exists()
