@@ -27,8 +27,18 @@ from topologies import wiring
 
 
 def _out_dir(arg: str | None, name: str) -> str:
+    """The output folder of command ``name``: ``arg``, or a new one under runs/out/. A path
+    that is, or lies under, an existing file ends the command with a one-line error."""
     if arg:
-        return os.path.abspath(arg)
+        out = os.path.abspath(arg)
+        up = out
+        while not os.path.exists(up):
+            up = os.path.dirname(up)
+        if not os.path.isdir(up):
+            print(f"symphony-emu: --out {arg}: {up} is a file, not a folder (name a "
+                  "folder, new or one of an earlier run)", file=sys.stderr)
+            raise SystemExit(2)
+        return out
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return os.path.join(wiring.REPO_ROOT, "runs", "out", f"{stamp}-{name}")
 
@@ -364,8 +374,10 @@ def _cmd_predict(args) -> int:
     from emulator.spec import SpecError, load, variants
     try:
         # A spec's other [[variants]] are not run here, so not validated against --set
-        # (they are, against the base spec, by `validate` and `sweep`).
-        base = load(args.spec, ["variants=[]"])
+        # (they are, against the base spec, by `validate` and `sweep`); nor are the
+        # paper's values, which then name a variant (`sweep` and `reproduce` print them).
+        alone = ["variants=[]"] + (["paper=[]"] if load(args.spec).raw.get("variants") else [])
+        base = load(args.spec, alone)
         extra = []
         if args.variant:
             named = dict(variants(load(args.spec)))
@@ -374,7 +386,7 @@ def _cmd_predict(args) -> int:
                       f"{', '.join(named) or 'no [[variants]]'}", file=sys.stderr)
                 return 2
             extra = named[args.variant]
-        spec = load(args.spec, (args.set or []) + extra + ["variants=[]"]) \
+        spec = load(args.spec, (args.set or []) + extra + alone) \
             if args.set or extra else base
     except SpecError as e:
         print(f"symphony-emu predict: {e}", file=sys.stderr)
@@ -540,9 +552,10 @@ def _cmd_report(args) -> int:
     if not os.path.isdir(args.dir):
         print(f"symphony-emu report: {args.dir}: not a folder", file=sys.stderr)
         return 2
+    from emulator.rundir import DamagedRun
     try:
         summary = report.summarize(args.dir, fresh=True, twin=not args.no_twin)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, DamagedRun) as e:
         print(f"symphony-emu report: {e}", file=sys.stderr)
         return 2
     import json
