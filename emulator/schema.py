@@ -2,7 +2,7 @@
 dataclasses (``emulator.spec`` reads a TOML file into them and checks it).
 
 Quantities are written at **real scale**, as in the paper (link rates in Gb/s, times in
-µs/ms); the run converts them with ``hosts.scale`` (``[scale] dilation``). Byte
+µs/ms); the run converts them with ``runtime.scale`` (``[scale] dilation``). Byte
 quantities are the same at both scales. A complete spec with every key::
 
     name = "table1"
@@ -163,7 +163,7 @@ from hosts.cc import ALGORITHMS as CC_ALGORITHMS
 from hosts.collectives import ALGORITHMS
 from hosts.collectives.order import DEFAULT_ORDER
 from hosts.config import TransportParams, finite
-from hosts.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS
+from runtime.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS
 from switch_agent.config import K_MAX, T_WIN_S, RedParams, SymphonyParams
 from topologies import wiring
 

@@ -22,9 +22,9 @@ from emulator import jobstream, paper, profiles, rings as ring_layouts, specfile
 from emulator.workloads import WORKLOAD_NAMES
 from hosts.collectives import ALGORITHMS
 from hosts.config import CONGESTION_FLAGS, ConfigError, TransportParams
-from hosts.scale import DEFAULT_DILATION, Scale
 from hosts.collectives.order import ORDERS
-from hosts.wire import MAX_JOB
+from runtime.scale import DEFAULT_DILATION, Scale
+from runtime.wire import MAX_JOB
 from switch_agent.config import RedParams, SymphonyParams
 from topologies import servers, wiring
 from topologies.wiring import neighbors, switch_names  # noqa: F401  (part of the spec API)

@@ -3,7 +3,7 @@ codec that writes and reads every process configuration (hosts and switch agents
 
 The runner compiles a spec into a run plan (``emulator.plan``) holding one
 :class:`HostConfig` per host and one ``switch_agent.config.AgentConfig`` per switch, all
-in emulated units (``hosts.scale`` converted them once). The launcher writes each as JSON
+in emulated units (``runtime.scale`` converted them once). The launcher writes each as JSON
 with :func:`to_dict`; the process reads it back with :func:`from_dict` into the same
 class. Neither side reads a dict by string key. Each range check lives once, in the
 type's ``__post_init__`` (raising :class:`ConfigError`, which names the field), and the
@@ -18,9 +18,9 @@ import types
 import typing
 from dataclasses import dataclass
 
-from hosts import wire
 from hosts.cc import CcConfig
 from hosts.collectives.order import DEFAULT_ORDER, ORDERS
+from runtime import wire
 
 
 class ConfigError(ValueError):
@@ -271,7 +271,7 @@ class GroupConfig(Codec):
     """The hosts one process serves (docs/architecture.md §3.4), written by the launcher
     as ``<first host>.group.json``."""
     members: tuple[MemberConfig, ...]
-    cpu: int | None = None            # run on this CPU only (hosts.sched); None: anywhere
+    cpu: int | None = None            # run on this CPU only (runtime.sched); None: anywhere
 
     def __post_init__(self):
         check_group(self.members, self.cpu, "host")

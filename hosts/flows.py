@@ -10,9 +10,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hosts import wire
 from hosts.cc import CongestionControl
 from hosts.gbn import GbnReceiver, GbnSender
+from runtime import wire
 
 SPORT_BASE = 49152
 SPORT_SPAN = 16384

@@ -33,12 +33,12 @@ import socket
 import time
 from typing import Callable
 
-from hosts import wire
 from hosts.config import TransportParams
 from hosts.cc import CcConfig, CongestionControl, NotificationPoint
 from hosts.flows import (WIRE_EXTRA_BYTES, RecvFlow, SendFlow, flow_sport, recv_record,
                          send_record)
 from hosts.gbn import ACK, GbnReceiver, GbnSender
+from runtime import wire
 
 class NicCore:
     """The NIC's logic (see the module's docstring); a subclass supplies the four doors."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hosts.config import Codec, check, check_group, check_netns_pid, finite
-from hosts.scale import DEFAULT as DEFAULT_SCALE, Scale
+from runtime.scale import DEFAULT as DEFAULT_SCALE, Scale
 from switch_agent.schemes import SCHEMES
 
 TRACKING = ("job", "ring")
@@ -133,7 +133,7 @@ class AgentGroupConfig(Codec):
     """The switches one agent process serves (docs/architecture.md §5.1), written by
     ``topologies.fabric`` as ``<first switch>.agents.json``."""
     members: tuple[AgentMember, ...]
-    cpu: int | None = None             # run on this CPU only (hosts.sched); None: anywhere
+    cpu: int | None = None             # run on this CPU only (runtime.sched); None: anywhere
 
     def __post_init__(self):
         check_group(self.members, self.cpu, "switch")

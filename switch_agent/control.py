@@ -28,7 +28,7 @@ import os
 import socket
 import threading
 
-from hosts import netns
+from runtime import netns
 from switch_agent.config import RedParams
 
 MAX_DATAGRAM_BYTES = 65536

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from emulator.launch.fabric import Fabric
-from hosts.telemetry import read_records
+from runtime.telemetry import read_records
 from tests.conftest import _root_veths
 from tests.fabric_util import ENV, REPO_ROOT, finish, run_streams, start_receiver
 from topologies import fabric
@@ -136,7 +136,7 @@ print(json.dumps(got), flush=True)
 
 _PROBE_SENDER = r"""
 import socket, sys
-from hosts import wire
+from runtime import wire
 src, dst = sys.argv[1], sys.argv[2]
 data = wire.build_data(1, 0, 0, 5, wire.OP_SEND_MIDDLE, b"x" * 64)
 ack = wire.build_ack(wire.pkey_of(1), wire.dest_qp(0, 0), 5)

@@ -17,8 +17,8 @@ import os
 import pytest
 
 from emulator.launch.fabric import Fabric
-from hosts import wire
-from hosts.telemetry import read_records
+from runtime import wire
+from runtime.telemetry import read_records
 from tests.fabric_util import run_streams
 from topologies import fabric
 from topologies.dumbbell import DumbbellTopo

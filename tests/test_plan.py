@@ -173,7 +173,7 @@ def test_hpcc_rules_and_rmin_reach_every_host_rmin_dilated():
     """[dcqcn] min_rate_gbps (real scale), clamp_target_rate and first_cut_at_once reach
     every host's DCQCN, Rmin divided by D like every rate; the defaults change nothing."""
     from hosts.cc import CcConfig
-    from hosts.scale import Scale
+    from runtime.scale import Scale
     plain = compile(load(TABLE1, ["profile=zhu"] + AT_2000), "baseline", 1)   # the defaults
     assert plain.hosts["h0"].cc == CcConfig.default("dcqcn_paper", 10e9, Scale(2000))
     plan = compile(load(TABLE1, ["profile=zhu"] + AT_2000 + ["dcqcn.variant=mlx", "dcqcn.min_rate_gbps=1.0",

@@ -14,8 +14,8 @@ from emulator.rundir import RunFolder
 from emulator.sim import network as simnet
 from emulator.sim import run as simrun
 from emulator.spec import load
-from hosts import wire
-from hosts.telemetry import read_records
+from runtime import wire
+from runtime.telemetry import read_records
 from switch_agent.queue_model import red_probability
 from switch_agent.symphony import SymphonyTracker
 from topologies.fabric import REPO_ROOT

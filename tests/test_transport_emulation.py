@@ -13,8 +13,8 @@ from emulator.launch.fabric import Fabric
 from emulator.plan import transport_params
 from emulator.spec import Spec
 from hosts.cc import CcConfig
-from hosts.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
-from hosts.telemetry import read_records
+from runtime.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
+from runtime.telemetry import read_records
 from tests.conftest import _root_veths
 from topologies import fabric
 from topologies.dumbbell import DumbbellTopo

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from mininet.node import Host, Switch
 
-from hosts import sched
+from runtime import sched
 from switch_agent import control
 from switch_agent.config import (AgentConfig, AgentGroupConfig, AgentMember, PortParams,
                                  default_agent)
@@ -352,7 +352,7 @@ def start_agents(switches: list[FabricSwitch], processes: int, timeout_s: float 
     namespace of its first, and wait until every agent answers on its control socket. A
     process runs a per-switch agent -- its own queue, pipeline, control socket and
     telemetry -- for each of its switches (docs/architecture.md §5.1). ``pin``: each process
-    on one CPU, round-robin, when there are at least as many as CPUs (``hosts.sched``)."""
+    on one CPU, round-robin, when there are at least as many as CPUs (``runtime.sched``)."""
     env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     k = max(1, min(processes, len(switches)))
     pin = pin and k >= len(sched.cpus())

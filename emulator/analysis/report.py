@@ -33,7 +33,7 @@ from emulator.plan.layout import JobLayout, collective_bytes, theoretical_cct_s
 from emulator.schemes import SCHEMES
 from emulator.rundir import RunFolder, run_folders
 from hosts.collectives.order import IN_ORDER, ON_ARRIVAL
-from hosts.scale import Scale
+from runtime.scale import Scale
 
 def analyze_run(rundir: str, twin: bool = True) -> dict:
     run = RunFolder(rundir)

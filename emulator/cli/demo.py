@@ -24,7 +24,7 @@ from dataclasses import replace, asdict, dataclass
 
 from emulator.launch.fabric import Fabric
 from switch_agent.config import default_agent
-from hosts.telemetry import read_records
+from runtime.telemetry import read_records
 from topologies import fabric
 from topologies.leafspine import LeafSpineTopo
 

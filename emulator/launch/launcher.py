@@ -30,8 +30,9 @@ import threading
 import time
 from dataclasses import replace
 
-from hosts import clock, sched
+from hosts import clock
 from hosts.config import STDOUT, GroupConfig, HostConfig, MemberConfig
+from runtime import sched
 from topologies import fabric as wiring
 
 PER_PROCESS = 8                   # hosts (or switches) one process serves by default, at most
@@ -151,7 +152,7 @@ class HostProcesses:
     def _cpu(self, index: int, processes: int) -> int | None:
         """The CPU of the ``index``-th process: round-robin when pinning (``pin``), and
         only when there are at least as many processes as CPUs -- fewer are left free to
-        run anywhere (hosts.sched)."""
+        run anywhere (runtime.sched)."""
         if not self.pin or processes < len(sched.cpus()):
             return None
         return sched.cpu_for(index)

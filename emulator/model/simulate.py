@@ -40,8 +40,8 @@ from emulator.model.ranks import JobInput, RankProgram
 from emulator.model.records import (INF, Background, Flow, FlowKey, LinkEvent, Message,
                                     ModelResult, background_record, flow_records)
 from emulator.model.topology import Fabric
-from hosts import wire
 from hosts.flows import flow_sport
+from runtime import wire
 
 from emulator.plan.layout import JobLayout, wire_bytes
 

@@ -9,7 +9,7 @@
 Pure: no network, no clock, no files. Everything downstream — the fabric, the launcher,
 the perturbation engine, the flow-level model, the report — reads the plan and never
 the spec's values again. Every real-scale quantity is converted here, once, by the
-scale module (``hosts.scale``); the plan holds emulated values only (docs/architecture.md
+scale module (``runtime.scale``); the plan holds emulated values only (docs/architecture.md
 §7, §10).
 """
 
@@ -26,7 +26,7 @@ from emulator.spec import Spec
 from hosts.cc import CcConfig, algorithm
 from hosts.config import HostConfig, RankConfig
 from hosts.nic import TransportParams
-from hosts.scale import Scale
+from runtime.scale import Scale
 from switch_agent.config import AgentConfig, RedParams, SymphonyParams
 from topologies import wiring
 
@@ -88,7 +88,7 @@ class RunPlan:
     path_hops: int                # links on the longest host-to-host path
     host_processes: int = 0       # processes serving the hosts (0: the launcher's default)
     agent_processes: int = 0      # processes serving the switch agents (0: likewise)
-    pin_cpus: bool = True         # those processes on one CPU each (hosts.sched)
+    pin_cpus: bool = True         # those processes on one CPU each (runtime.sched)
 
     @property
     def link_rate_bps(self) -> float:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from emulator.plan import layout as lay_mod
-from hosts.scale import Scale
+from runtime.scale import Scale
 
 if TYPE_CHECKING:
     from emulator.spec import Spec

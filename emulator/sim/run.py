@@ -37,10 +37,10 @@ from emulator.model.simulate import ecmp_choice, salt_of
 from emulator.rundir import RunFolder
 from emulator.sim.network import Loop, Network, SimNic
 from hosts.flows import flow_sport
-from hosts import wire
 from hosts.host import MessageHost
 from hosts.rank import RankHost
-from hosts.telemetry import Telemetry
+from runtime import wire
+from runtime.telemetry import Telemetry
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
 from topologies import wiring
