@@ -162,7 +162,8 @@ from emulator.schemes import SCHEMES as SCHEME_REGISTRY
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS
 from hosts.collectives import ALGORITHMS
 from hosts.collectives.order import DEFAULT_ORDER
-from hosts.config import TransportParams, finite
+from hosts.config import TransportParams
+from runtime.codec import finite
 from runtime.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS
 from switch_agent.config import K_MAX, T_WIN_S, RedParams, SymphonyParams
 from topologies import wiring

@@ -21,8 +21,9 @@ from dataclasses import replace
 from emulator import jobstream, paper, profiles, rings as ring_layouts, specfile
 from emulator.workloads import WORKLOAD_NAMES
 from hosts.collectives import ALGORITHMS
-from hosts.config import CONGESTION_FLAGS, ConfigError, TransportParams
+from hosts.config import CONGESTION_FLAGS, TransportParams
 from hosts.collectives.order import ORDERS
+from runtime.codec import ConfigError
 from runtime.scale import DEFAULT_DILATION, Scale
 from runtime.wire import MAX_JOB
 from switch_agent.config import RedParams, SymphonyParams

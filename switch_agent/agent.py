@@ -47,7 +47,6 @@ from dataclasses import replace
 from switch_agent.fidelity import PortFidelity
 from switch_agent.kernel_queues import KernelQueues
 from switch_agent.nfqueue import NfQueue, queue_stats, want_timestamps
-from hosts.config import ConfigError, check, to_dict
 from switch_agent.config import AgentConfig, AgentGroupConfig
 from switch_agent.control import (MAX_DATAGRAM_BYTES, SYMPHONY_KEYS, CommandError, address,
                                   parse_command)
@@ -55,6 +54,7 @@ from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
 from switch_agent.symphony import WindowRecord
 from runtime import sched
+from runtime.codec import ConfigError, check, to_dict
 from runtime.netns import Namespace
 from runtime.telemetry import Telemetry
 

@@ -1,5 +1,5 @@
 """The switch agent's configuration: what the run plan (``emulator.plan``) gives each agent
-and the agent reads back, through the one codec of ``hosts.config``. Emulated units.
+and the agent reads back, through the one codec of ``runtime.codec``. Emulated units.
 
 The parameters' range checks live here, once: the agent's control commands, the Symphony
 tracker's live reconfiguration and the spec layer (which names the spec key) all build
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hosts.config import Codec, check, check_group, check_netns_pid, finite
+from runtime.codec import Codec, check, check_group, check_netns_pid, finite
 from runtime.scale import DEFAULT as DEFAULT_SCALE, Scale
 from switch_agent.schemes import SCHEMES
 

@@ -11,7 +11,8 @@ from emulator.plan import compile
 from switch_agent.config import default_agent
 from emulator.spec import load
 from hosts.cc import DcqcnMlx, DcqcnPaper, LineRate
-from hosts.config import HostConfig, from_dict, to_dict
+from hosts.config import HostConfig
+from runtime.codec import from_dict, to_dict
 from switch_agent.config import AgentConfig
 from topologies.fabric import REPO_ROOT
 

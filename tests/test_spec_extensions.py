@@ -20,9 +20,9 @@ except ModuleNotFoundError:          # Python 3.10
 
 from emulator import plan as planning
 from emulator.launch import sweep
-from hosts.config import to_dict
 from emulator.spec import (PERTURBATION_KEYS, PERTURBATIONS, MessageSpec, PerturbationSpec,
                            SpecError, load, neighbors, switch_names, variants)
+from runtime.codec import to_dict
 from tests.toml_util import assert_spec_error, to_toml
 from topologies import fabric
 

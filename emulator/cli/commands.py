@@ -7,7 +7,7 @@ as ``--set`` reads them (``emulator.spec.parse_value``).
 from __future__ import annotations
 
 from emulator.spec import MAX_RUN_S, PERTURBATION_KEYS, SpecError, parse_value
-from hosts.config import finite
+from runtime.codec import finite
 
 LIVE_PERTURBATIONS = ("imbalance", "link_down", "loss", "background")
 # A live perturbation applies at once and lasts until `unperturb`: the spec's times of
