@@ -160,7 +160,7 @@ def test_compile_is_pure_and_repeatable():
 
 
 def test_each_seed_salts_the_source_ports_so_it_draws_new_ecmp_paths():
-    from hosts.flows import flow_sport
+    from runtime.wire import flow_sport
     spec = load(TABLE1, AT_2000)
     t1, t2 = (compile(spec, "baseline", s).hosts["h0"].transport for s in (1, 2))
     assert (t1.sport_seed, t2.sport_seed) == (1, 2)

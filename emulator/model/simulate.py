@@ -20,7 +20,7 @@ ECMP choice: the Linux hash of a flow's 5-tuple is modelled as a uniform ``u`` i
 per (source/destination IP, UDP source port) and switch: a keyed hash (BLAKE2b) whose key
 is drawn once from ``rng``. One draw per source port: with ``per_step_sport`` (the NIC's
 default) each step's flow gets its own, otherwise one per (job, channel, sender), as
-``hosts.nic.flow_sport`` makes the ports. The same seed gives the same paths under every
+``runtime.wire.flow_sport`` makes the ports. The same seed gives the same paths under every
 scheme, whatever the timing (runs compare pairwise). Independent draws per switch are an
 assumption: the kernel may key every namespace's hash with one shared secret, so real
 switches' choices can be correlated; replay the emulator's recorded ``paths`` (those at
@@ -40,7 +40,6 @@ from emulator.model.ranks import JobInput, RankProgram
 from emulator.model.records import (INF, Background, Flow, FlowKey, LinkEvent, Message,
                                     ModelResult, background_record, flow_records)
 from emulator.model.topology import Fabric
-from hosts.flows import flow_sport
 from runtime import wire
 
 from emulator.plan.layout import JobLayout, wire_bytes
@@ -273,7 +272,7 @@ class _Run:
         gstep = prog.wire_step(pass_index, i)
         step = gstep & wire.STEP_MASK
         src_ip, dst_ip = self.fab.host_ips[src], self.fab.host_ips[dst]
-        sport = flow_sport(prog.job.job, channel, step, src_ip, self.per_step)
+        sport = wire.flow_sport(prog.job.job, channel, step, src_ip, self.per_step)
         payload = st.send_range[1]
         f = Flow(key=(prog.job.job, channel, step, src, dst), job=prog.job.job,
                  channel=channel, gstep=gstep, src=src, dst=dst, payload=payload,
@@ -289,7 +288,7 @@ class _Run:
         src, dst = self.fab.host(m.src), self.fab.host(m.dst)
         src_ip, dst_ip = self.fab.host_ips[src], self.fab.host_ips[dst]
         step = m.step & wire.STEP_MASK
-        sport = flow_sport(m.job, m.channel, step, src_ip, self.per_step)
+        sport = wire.flow_sport(m.job, m.channel, step, src_ip, self.per_step)
         f = Flow(key=(m.job, m.channel, step, src, dst), job=m.job, channel=m.channel,
                  gstep=m.step, src=src, dst=dst, payload=m.nbytes,
                  bits=wire_bytes(m.nbytes, self.mtu) * 8, start_s=self.now, sport=sport,

@@ -36,7 +36,6 @@ from emulator.model.from_plan import model_inputs
 from emulator.model.simulate import ecmp_choice, salt_of
 from emulator.rundir import RunFolder
 from emulator.sim.network import Loop, Network, SimNic
-from hosts.flows import flow_sport
 from hosts.host import MessageHost
 from hosts.rank import RankHost
 from runtime import wire
@@ -77,7 +76,7 @@ def by_sport(plan, paths: dict) -> dict:
     them: (src IP, dst IP, the flow's UDP source port under the plan's transport)."""
     ips = {c.ip for c in plan.hosts.values()}
     tp = next(iter(plan.hosts.values())).transport
-    return {(src, dst, flow_sport(job, ch, step, src, tp.per_step_sport, tp.sport_seed)):
+    return {(src, dst, wire.flow_sport(job, ch, step, src, tp.per_step_sport, tp.sport_seed)):
             tuple(path) for (job, ch, step, src, dst), path in paths.items() if src in ips}
 
 
