@@ -31,6 +31,10 @@ MEASUREMENTS = "measurements.json"
 FLUID_RECORDS = "fluid.jsonl"     # a model run's flow and collective records, in one file
 
 
+class DamagedRun(ValueError):
+    """A run folder's file that cannot be read (truncated, not JSON): named, never skipped."""
+
+
 class RunFolder:
     def __init__(self, path: str):
         self.path = path
@@ -72,15 +76,22 @@ class RunFolder:
 
     @property
     def manifest(self) -> dict:
-        with open(self.file(MANIFEST)) as f:
-            return json.load(f)
+        return self._load(MANIFEST)
 
     @property
     def measurements(self) -> dict:
         if not self.done:
             return {}
-        with open(self.file(MEASUREMENTS)) as f:
-            return json.load(f)
+        return self._load(MEASUREMENTS)
+
+    def _load(self, name: str) -> dict:
+        try:
+            with open(self.file(name)) as f:
+                return json.load(f)
+        except json.JSONDecodeError as e:
+            raise DamagedRun(f"{self.file(name)}: damaged, not JSON ({e.msg} at byte {e.pos} "
+                             f"of {os.path.getsize(self.file(name))}); run it again or remove "
+                             "the run's folder") from None
 
     def host_records(self, kind: str) -> list[dict]:
         """Every host's telemetry records of one type (``send_flow``, ``collective``...)."""

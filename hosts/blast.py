@@ -1,5 +1,5 @@
 """Paced RoCEv2-framed UDP streams without a transport: a traffic source and sink for
-probing the fabric and the switch agents (tests, demos, background load).
+probing the fabric and the switch agents (tests, background load).
 
     python -m hosts.blast send --src 10.0.0.2 --dst 10.0.1.2 --job 1 --step 0 \\
         --packets 300 --rate-bps 8e6 [--flows 4] [--sport 49152] [--ecn ect0|not-ect]

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from emulator import cli
+from emulator.cli import common
 from emulator import plan as planning
 from emulator.launch import capacity
 from emulator.spec import load
@@ -191,10 +192,10 @@ def test_servers_on_the_command_line_reach_every_command_that_loads_the_spec():
     import argparse
     from emulator.launch import sweep
     args = argparse.Namespace(set=["symphony.k=0.001"], servers="root@10.0.0.2, root@10.0.0.3")
-    sets = cli._sets(args)
+    sets = common.sets(args)
     assert sets == ["symphony.k=0.001", 'topology.servers=["root@10.0.0.2", "root@10.0.0.3"]']
     two_pods = ["topology.pods=2", "topology.cores=2"]
     pts = sweep.points(TABLE1, ["symphony.tau=0.25,0.5"], two_pods + sets, None)
     assert [load(TABLE1, s).topology.server_targets for _, s in pts] == \
         [("root@10.0.0.2", "root@10.0.0.3")] * 2
-    assert cli._sets(argparse.Namespace(set=None)) == []
+    assert common.sets(argparse.Namespace(set=None)) == []

@@ -148,3 +148,24 @@ def test_cli_commands_do_what_their_help_says(tmp_path):
         assert re.search(r"run2: jobs \[1\], ended", out)              # still there
     assert _root_veths() <= veths
     assert os.path.isdir(tmp_path / "out" / "fabric")
+
+
+def test_the_topology_script_runs_as_mininet_users_run_scripts(tmp_path):
+    # `sudo python3 topologies/leafspine.py [SPEC]`: the system's Python (no Mininet there:
+    # the script goes on in the project's environment), the main job's fabric with its
+    # agents, the CLI; `exit` removes everything
+    import shutil
+    import subprocess
+    from topologies.fabric import REPO_ROOT
+    python = shutil.which("python3", path="/usr/bin:/bin") or "python3"
+    script = tmp_path / "cmds.txt"
+    script.write_text("nodes\nexit\n")
+    veths = _root_veths()
+    p = subprocess.run([python, os.path.join(REPO_ROOT, "topologies", "leafspine.py"),
+                        "--script", str(script), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "*** table1: 16 hosts, scheme symphony" in p.stdout + p.stderr
+    nodes = (p.stdout + p.stderr).split("available nodes are:")[1].split()
+    assert {"h0", "h15", "leaf0", "leaf3", "spine0", "spine3"} <= set(nodes)
+    assert _root_veths() == veths               # nothing left behind

@@ -119,3 +119,19 @@ def test_a_high_flow_starves_its_low_neighbour_through_a_shared_nic():
                           levels=[[2, 1], [2, 2], [2, 2]], stats=stats)
     assert rates == pytest.approx([10.0, 0.0, 0.0], abs=1e-6)
     assert stats["unconverged"] == 0
+
+
+def test_a_capacity_that_is_not_a_number_is_refused():
+    # NaN compares false with every share: it used to give every flow an infinite rate
+    with pytest.raises(ValueError, match=r"capacity of link 'a' is nan: must be a number >= 0"):
+        max_min_rates([["a"], ["b"]], {"a": float("nan"), "b": 1.0})
+
+
+def test_a_filling_that_fixes_no_flow_raises_instead_of_looping_for_ever(monkeypatch):
+    # a broken share (here: the tie tolerance below zero, so no link ever reaches it)
+    # used to spin for ever and hang the suite; the filling must say so
+    from emulator.model import maxmin
+    monkeypatch.setattr(maxmin, "TIE", -0.5)
+    with pytest.raises(ArithmeticError, match=r"max-min filling stuck: share 5\.0 fixes none "
+                                              r"of 2 flows"):
+        max_min_rates([["l"], ["l"]], {"l": 10.0})

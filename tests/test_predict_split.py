@@ -106,6 +106,28 @@ def test_predict_command_prints_the_table_and_names_a_bad_scheme(tmp_path, capsy
     assert "the model's schemes are baseline, ideal-priority, pq" in capsys.readouterr().err
 
 
+def test_predict_runs_a_spec_whose_paper_values_name_its_variants(tmp_path, capsys):
+    # runs/fig4.toml's [[paper]] tables name the variant they speak of: predict runs the
+    # spec alone (or one --variant), and must not refuse the spec for naming them
+    fig4 = os.path.join(REPO_ROOT, "runs", "fig4.toml")
+    for extra in ([], ["--variant", "late-start"]):
+        assert cli_main(["predict", fig4, "--seeds", "1", "--scheme", "baseline", "--out",
+                         str(tmp_path / f"p{len(extra)}"), "--no-plots", *extra]) == 0
+    assert "paper[" not in capsys.readouterr().err
+
+
+def test_an_out_that_is_a_file_is_refused_in_one_line(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    for out in (afile, afile / "below"):
+        assert pytest.raises(SystemExit, cli_main, ["predict", FIG5, "--seeds", "1",
+                                                    "--out", str(out)]).value.code == 2
+        err = capsys.readouterr().err
+        assert err == (f"symphony-emu: --out {out}: {afile} is a file, not a folder (name "
+                       "a folder, new or one of an earlier run)\n")
+    assert afile.read_text() == "mine" and os.listdir(tmp_path) == ["afile"]
+
+
 def test_the_paper_scale_spec_and_every_variant_load_at_real_scale():
     spec = load(os.path.join(REPO_ROOT, "runs", "model", "paper-scale.toml"))
     assert spec.scale.dilation == 1.0 and len(spec.topology.host_names) == 32
@@ -214,3 +236,23 @@ def test_a_run_set_says_which_dependency_rule_it_ran_and_an_old_one_reads_as_in_
     with open(folder.file("manifest.json"), "w") as f:
         json.dump(man, f)
     assert report.analyze_run(folder.path)["order"] == ["in_order"]
+
+
+def test_report_names_a_damaged_file_and_a_single_run_folder(tmp_path, capsys):
+    out = tmp_path / "set"
+    assert cli_main(["predict", FIG5, "--seeds", "1", "--scheme", "baseline", "--out",
+                     str(out), "--no-plots"]) == 0
+    (run,) = [d for d in out.iterdir() if (d / "manifest.json").exists()]
+    capsys.readouterr()
+    # one run's folder: report points at the folder that holds it
+    assert cli_main(["report", str(run)]) == 2
+    assert capsys.readouterr().err == (
+        f"symphony-emu report: {run}: one run's folder; report reads the folder that holds "
+        f"runs: symphony-emu report {out}\n")
+    # a truncated measurements.json is named, in one line, never read as "no runs"
+    meas = run / "measurements.json"
+    meas.write_text(meas.read_text()[:40])
+    assert cli_main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"symphony-emu report: {meas}: damaged, not JSON (") and \
+        err.endswith("of 40); run it again or remove the run's folder\n") and err.count("\n") == 1

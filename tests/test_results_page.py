@@ -68,3 +68,18 @@ def test_the_same_data_draw_the_same_plot(tmp_path):
     only = [r for r in rows if r["scheme"] == "baseline"]
     assert not figures.plot("fig5", only, spec.paper, "cct", str(tmp_path / "c.svg"))
     assert not (tmp_path / "c.svg").exists()
+
+
+def test_an_emulated_run_stands_beside_its_twin():
+    from emulator.launch.sweep import _twin
+    run = {"split": {"twin": "simulated", "jobs": [
+        {"sim_jct_s": 10.0, "collectives": [{"sim_s": 2.0}, {"sim_s": 4.0}, {"sim_s": 3.0}]}]}}
+    assert _twin(run) == {"twin_median_cct_s": 3.0, "twin_jct_s": 10.0}
+    assert _twin({"split": {"twin": "not run"}}) == {} and _twin({}) == {}
+    row = {"backend": "emulation", "faithful": "True", "scheme": "baseline",
+           "median_cct_s": "3.3", "twin_median_cct_s": "3.0", "jct_s": "9.0",
+           "twin_jct_s": "10.0"}
+    flagged = dict(row, faithful="False", median_cct_s="30")      # never in the ratio
+    table = "\n".join(figures._twin_table([row, flagged, dict(row, backend="sim")]))
+    assert "| baseline | 1.100 (1.100-1.100), 1 | 0.900 (0.900-0.900), 1 |" in table
+    assert figures._twin_table([dict(row, backend="sim")]) == []

@@ -1,5 +1,12 @@
 """Leaf-spine fabric: T leaves (ToRs), S spines, H hosts per leaf (paper Table 1: 4+4).
 
+    sudo python3 topologies/leafspine.py [SPEC] [--scheme S] [--script FILE]
+
+builds a spec's fabric (default the main job's, runs/table1.toml) with its switch agents
+and opens the interactive CLI (``symphony-emu cli``: Mininet's commands and the
+project's); ``exit`` removes all it made. As a Mininet custom topology (routes, qdiscs
+and agents by ``topologies.fabric``):
+
     sudo mn --custom topologies/leafspine.py --topo leafspine,4,4,4 --controller none
 
 or from Python::
@@ -17,6 +24,11 @@ import sys
 if __package__ in (None, ""):   # loaded by `mn --custom` (no __file__): find the project
     _here = inspect.currentframe().f_code.co_filename
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(_here))))
+    _venv = os.path.join(sys.path[0], ".venv", "bin", "python")
+    if __name__ == "__main__" and sys.prefix == sys.base_prefix and os.path.exists(_venv):
+        # run as a script by a Python outside the project's environment (`sudo python3`):
+        # go on in the environment scripts/setup.sh made, where Mininet is
+        os.execv(_venv, [_venv, os.path.abspath(_here), *sys.argv[1:]])
 
 from mininet.topo import Topo  # noqa: E402
 
@@ -133,3 +145,17 @@ def multipod(pods=2, leaves=4, spines=4, hosts_per_leaf=4, cores=2, oversubscrip
 
 
 topos = {"leafspine": leafspine, "multipod": multipod}
+
+
+def main(argv: list[str]) -> int:
+    """``python3 topologies/leafspine.py [SPEC] [cli options]``: the spec's fabric and the
+    CLI, as ``symphony-emu cli SPEC`` (which owns the fabric's life: built, agents started,
+    everything removed at ``exit`` or Ctrl-C)."""
+    from emulator.cli import main as symphony_emu      # the command line stands above us
+    spec = argv[0] if argv and not argv[0].startswith("-") else os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runs", "table1.toml")
+    return symphony_emu(["cli", spec, *(argv[1:] if argv and argv[0] == spec else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

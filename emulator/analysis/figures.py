@@ -150,6 +150,7 @@ def figure_section(fig: str, rows: list[dict], claims, primary: str) -> str:
         for metric in metrics:
             out += _metric_tables(fig, own, [r for r in rows if r["variant"] == v], claims,
                                   metric)
+    out += _twin_table(rows)
     words = [c for c in claims if c.value is None]
     if words:
         out.append("The paper, in words: " + "; ".join(f"{c.figure}: {c.claim}" for c in words)
@@ -183,6 +184,35 @@ def _metric_tables(fig: str, variant: str, rows: list[dict], claims, metric: str
             out.append(f"| {s} | {_claim_cell(said)} | " + " | ".join(cells) + " |")
         out.append("")
     return out
+
+
+def _twin_table(rows: list[dict]) -> list[str]:
+    """Each faithful emulated run over its simulated twin (the same code on the run's own
+    paths), per scheme over every variant: what emulation adds to what the code does."""
+    ratios = defaultdict(lambda: ([], []))          # scheme -> (CCT ratios, JCT ratios)
+    for r in rows:
+        if r["backend"] != "emulation" or r["faithful"] != "True":
+            continue
+        for i, (own, twin) in enumerate((("median_cct_s", "twin_median_cct_s"),
+                                         ("jct_s", "twin_jct_s"))):
+            if r.get(own) and r.get(twin):
+                ratios[r["scheme"]][i].append(float(r[own]) / float(r[twin]))
+    if not ratios:
+        return []
+    out = ["### The emulation beside its twin\n",
+           "Each faithful emulated run over its simulated twin on the same paths: median "
+           "(P10-P90), runs.\n", "| scheme | CCT emulated / twin | JCT emulated / twin |",
+           "|---|---|---|"]
+    for s, (cct, jct) in ratios.items():
+        out.append(f"| {s} | {_spread(cct)} | {_spread(jct)} |")
+    return out + [""]
+
+
+def _spread(x: list) -> str:
+    if not x:
+        return "-"
+    p10, p50, p90 = np.percentile(x, [10, 50, 90])
+    return f"{p50:.3f} ({p10:.3f}-{p90:.3f}), {len(x)}"
 
 
 def _median_cell(seeds: dict) -> str:

@@ -149,6 +149,10 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     runs = sorted((analyze_run(r.path, twin) for r in folders),
                   key=lambda r: (r["scheme"], r["seed"]))
     if not runs:
+        if RunFolder(out_dir).is_run:
+            raise FileNotFoundError(
+                f"{out_dir}: one run's folder; report reads the folder that holds runs: "
+                f"symphony-emu report {os.path.dirname(os.path.abspath(out_dir))}")
         raise FileNotFoundError(f"{out_dir}: no run folders (with manifest.json) found")
     # A wrong result or broken fidelity is reported loudly and never averaged in.
     good = [r for r in runs if r["fidelity"]["faithful"]]

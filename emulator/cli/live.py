@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import replace
 
@@ -33,6 +34,7 @@ from emulator import plan as planning
 from emulator.analysis import report
 from emulator.cli import commands
 from emulator.cli.commands import CommandError
+from emulator.cli.common import fits, load_spec
 from emulator.launch.fabric import Fabric, topology
 from emulator.launch.launcher import HostProcesses
 from emulator.perturbations import Engine
@@ -305,3 +307,24 @@ def run_cli(spec: Spec, scheme: str, seed: int, out: str | None,
         if running:
             output(f"*** stopping {len(running)} run(s) still going\n")
     return 0
+
+
+def cmd_cli(args) -> int:
+    from emulator.spec import SCHEMES
+    if args.scheme not in SCHEMES:
+        print(f"symphony-emu cli: --scheme {args.scheme!r}: allowed: {', '.join(SCHEMES)}",
+              file=sys.stderr)
+        return 2
+    spec = load_spec(args)
+    if spec is None:
+        return 2
+    if spec.messages:
+        print(f"symphony-emu cli: {args.spec}: the CLI runs [[jobs]] specs; this one has "
+              "[[messages]]", file=sys.stderr)
+        return 2
+    if args.script and not os.path.isfile(args.script):
+        print(f"symphony-emu cli: --script {args.script}: no such file", file=sys.stderr)
+        return 2
+    if not fits("cli", spec, args.scheme, args.seed, args.force_size):
+        return 2
+    return run_cli(spec, args.scheme, args.seed, args.out, args.script)

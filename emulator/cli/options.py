@@ -7,7 +7,6 @@ import argparse
 import os
 
 from emulator.schemes import SCHEMES
-from topologies import wiring
 
 DESCRIPTION = "`symphony-emu`: the command line (also `python -m emulator`)."
 
@@ -183,16 +182,4 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     v.add_argument("spec")
     v.add_argument("--set", action="append", metavar="KEY=VALUE")
     v.set_defaults(func=run["validate"], needs_root=False)
-    d = sub.add_parser("demo", help="leaf-spine + switch agents: baseline vs Symphony marks")
-    d.add_argument("--out", help="output folder (default runs/out/<time>-demo)")
-    d.add_argument("--leaves", type=_positive_int, default=4)
-    d.add_argument("--spines", type=int, default=4)
-    d.add_argument("--hosts-per-leaf", type=_positive_int, default=4)
-    d.add_argument("--routing", choices=wiring.ROUTING_MODES, default="ecmp")
-    d.add_argument("--packets", type=_positive_int, default=200, help="4 KB packets per flow")
-    d.add_argument("--load", type=float, default=0.5,
-                   help="each host's send rate as a fraction of its link rate (0, 1]")
-    d.add_argument("--k", type=float, default=0.01, help="Symphony's gain k")
-    d.add_argument("--seed", type=int, default=1)
-    d.set_defaults(func=run["demo"], needs_root=True)
     return ap

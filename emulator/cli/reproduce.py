@@ -38,13 +38,13 @@ def cmd_reproduce(args) -> int:
     print("symphony-emu reproduce: " + "; ".join(
         f"{f}: " + ", ".join(f"{b} {rp.seeds_for(f, b, args.seeds)} seeds" for b in backends)
         for f in figs))
-    from emulator.cli import _out_dir, _progress_printer
-    out = _out_dir(args.out, "reproduce")
+    from emulator.cli.common import out_dir, progress_printer
+    out = out_dir(args.out, "reproduce")
     print(f"symphony-emu reproduce: -> {out} (run again with --out {out} to resume)")
     from emulator.sim.run import SimError
     try:
         for path in rp.reproduce(figs, backends, out, data, args.seeds, args.jobs,
-                                 _progress_printer):
+                                 progress_printer):
             print(f"data: {path}")
     except (SimError, ValueError) as e:
         print(f"symphony-emu reproduce: {e}", file=sys.stderr)

@@ -131,6 +131,7 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
                 row[f"fct_step{m['step']}_s"] = m["fct_s"]
             if "overlap_s" in r:
                 row["flow_overlap_s"] = r["overlap_s"]
+            row.update(_twin(r))
             rows.append(row)
             for j in r["jobs"] if r["fidelity"]["faithful"] else ():
                 job_rows.append({"point": label, "scheme": r["scheme"], "seed": r["seed"],
@@ -146,6 +147,18 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
         print(f"plot:  {path}")
     page.sweep_page(out, [label.replace("/", "_") for label, _ in pts], [path] if path else [])
     return rows
+
+
+def _twin(r: dict) -> dict:
+    """An emulated run's twin (the same code simulated on its recorded paths, ``report``'s
+    split): its median CCT and JCT, as the row has the run's own; {} without a twin."""
+    sp = r.get("split") or {}
+    if sp.get("twin") != "simulated":
+        return {}
+    ccts = [c["sim_s"] for j in sp["jobs"] for c in j["collectives"] if c.get("sim_s")]
+    jcts = [j["sim_jct_s"] for j in sp["jobs"] if j.get("sim_jct_s")]
+    return {"twin_median_cct_s": float(np.median(ccts)) if ccts else None,
+            "twin_jct_s": float(np.median(jcts)) if jcts else None}
 
 
 def write_table(out: str, rows: list[dict]) -> None:

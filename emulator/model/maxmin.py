@@ -57,6 +57,10 @@ def max_min_rates(paths: Sequence[Sequence[Hashable]], capacity_bps, *,
     ``caps_bps[i]``: flow i's cap (``inf``: none). ``levels[i]``: flow i's priority level
     (0 first), an int or one int per hop of its path. ``stats``: if given, ``rounds``
     (fixed-point rounds) and ``unconverged`` are added to it."""
+    links = capacity_bps.items() if hasattr(capacity_bps, "items") else enumerate(capacity_bps)
+    bad = next(((ln, c) for ln, c in links if not c >= 0), None)
+    if bad is not None:                  # NaN or negative: no rate would mean anything
+        raise ValueError(f"capacity of link {bad[0]!r} is {bad[1]!r}: must be a number >= 0")
     if levels is None:
         return _fill(paths, capacity_bps, caps_bps)
     if all(isinstance(v, int) for v in levels):
@@ -119,10 +123,16 @@ def _fill(paths, capacity, caps) -> list[float]:
         for ln, c in cnt.items():
             if rem[ln] / c <= limit:
                 fix.extend(i for i in users[ln] if not done[i])
+        before = left
         for i in fix:
             if not done[i]:
                 freeze(i, share)
                 left -= 1
+        if left == before:       # every round fixes a flow; else it would loop for ever
+            raise ArithmeticError(
+                f"max-min filling stuck: share {share!r} fixes none of {left} flows (links "
+                f"left {len(cnt)}, the least remaining share "
+                f"{min((rem[ln] / c for ln, c in cnt.items()), default=INF)!r})")
     return rates
 
 

@@ -1,0 +1,125 @@
+"""What the commands share: their output folder, their spec with --set, the size guard,
+progress lines and the result tables (``emulator.cli``'s command modules use these)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from topologies import wiring
+
+
+def out_dir(arg: str | None, name: str) -> str:
+    """The output folder of command ``name``: ``arg``, or a new one under runs/out/. A path
+    that is, or lies under, an existing file ends the command with a one-line error."""
+    if arg:
+        out = os.path.abspath(arg)
+        up = out
+        while not os.path.exists(up):
+            up = os.path.dirname(up)
+        if not os.path.isdir(up):
+            print(f"symphony-emu: --out {arg}: {up} is a file, not a folder (name a "
+                  "folder, new or one of an earlier run)", file=sys.stderr)
+            raise SystemExit(2)
+        return out
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.join(wiring.REPO_ROOT, "runs", "out", f"{stamp}-{name}")
+
+
+def sets(args) -> list[str]:
+    """The command's ``--set`` items, and ``--servers a,b`` as ``topology.servers``."""
+    sets = list(getattr(args, "set", None) or [])
+    if getattr(args, "servers", None):
+        import json
+        sets.append("topology.servers=" + json.dumps(
+            [t.strip() for t in args.servers.split(",") if t.strip()]))
+    return sets
+
+
+def load_spec(args):
+    from emulator.spec import SpecError, load
+    try:
+        spec = load(args.spec, sets(args))
+    except SpecError as e:
+        print(f"symphony-emu {args.command}: {e}", file=sys.stderr)
+        return None
+    print_warnings(args.command, spec)
+    return spec
+
+
+def print_warnings(command: str, spec) -> None:
+    from emulator.plan.timing import warnings
+    for w in warnings(spec):
+        print(f"symphony-emu {command}: warning: {spec.path}: {w}", file=sys.stderr)
+
+
+def fits(command: str, spec, scheme: str, seed: int, force: bool, label: str = "") -> bool:
+    """The size guard (emulator.launch.capacity): False, saying why, if this machine
+    cannot emulate the spec; ``force`` (--force-size) skips it."""
+    from emulator.launch import capacity
+    machine = None
+    t = spec.topology
+    if t.server_targets:                      # real servers: reach and check each first
+        from topologies import servers
+        try:
+            facts, new = servers.checked(t.server_targets, t.ssh_config, t.underlay)
+        except (servers.PreflightError, ConnectionError, RuntimeError) as e:
+            print(f"symphony-emu {command}: {spec.path}{label}: the servers are not ready:\n"
+                  f"{e}", file=sys.stderr)
+            return False
+        for i, f in enumerate(facts if new else []):
+            print(f.describe(i))
+        machine = capacity.with_servers(capacity.this_machine(), facts, t.underlay_gbps * 1e9)
+    if force:
+        return True
+    why = capacity.check(spec, scheme, seed, machine)
+    for w in why:
+        print(f"symphony-emu {command}: {spec.path}{label}: too large for this machine: {w}; "
+              "--force-size runs it anyway", file=sys.stderr)
+    return not why
+
+
+def seeds_text(seeds) -> str:
+    seeds = list(seeds)
+    if len(seeds) > 3 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}..{seeds[-1]}"
+    return str(seeds)
+
+
+def progress_printer(label: str, unit: str = "steps"):
+    state = {"last": None, "t": 0.0}
+
+    def show(done: int, total: int, elapsed: float) -> None:
+        eta = f"{elapsed * (total / done - 1):5.0f}s" if done else "    ?"
+        line = f"{label}: {unit} {done}/{total} ({done / max(1, total):4.0%}), " \
+               f"elapsed {elapsed:5.0f}s, ETA {eta}"
+        if sys.stdout.isatty():
+            print(f"\r{line:<78}", end="", flush=True)
+        elif elapsed - state["t"] >= 10 or done == total and state["last"] != done:
+            print(line, flush=True)
+            state["t"] = elapsed
+        state["last"] = done
+    return show
+
+
+def dask_answers(cmd: str, address: str) -> bool:
+    from emulator.sim.pool import reach
+    from emulator.sim.run import SimError
+    try:
+        reach(address)
+        return True
+    except SimError as e:
+        print(f"symphony-emu {cmd}: {e}", file=sys.stderr)
+        return False
+
+
+def print_results(summary: dict, dilation: float, fmt: str) -> None:
+    """The results as our tables (``table``) or as nccl-tests prints its own (``nccl-tests``:
+    their columns and footer; the verdicts after them either way)."""
+    from emulator.analysis import export, report
+    if fmt == "nccl-tests":
+        print(export.nccl_tests_text(summary), end="")
+        report.print_verdicts(summary)
+    else:
+        report.print_tables(summary, dilation)

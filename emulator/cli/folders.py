@@ -1,0 +1,59 @@
+"""``symphony-emu report`` and ``clean``: what a run folder holds, analysed again, and what a
+killed run left on the machine, removed."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from emulator.cli.common import print_results
+from topologies import wiring
+
+
+def cmd_report(args) -> int:
+    from emulator.analysis import report
+    if not os.path.isdir(args.dir):
+        print(f"symphony-emu report: {args.dir}: not a folder", file=sys.stderr)
+        return 2
+    from emulator.rundir import DamagedRun
+    try:
+        summary = report.summarize(args.dir, fresh=True, twin=not args.no_twin)
+    except (FileNotFoundError, DamagedRun) as e:
+        print(f"symphony-emu report: {e}", file=sys.stderr)
+        return 2
+    import json
+    with open(os.path.join(report.run_dirs(args.dir)[0], "manifest.json")) as f:
+        dilation = json.load(f)["scale"]["dilation"]
+    print_results(summary, dilation, args.format)
+    for p in summary.get("plots", []):
+        print(f"plot: {p}")
+    return 0
+
+
+def cmd_clean(args) -> int:
+    from emulator.launch import ledger
+    root = args.dir or os.path.join(wiring.REPO_ROOT, "runs", "out")
+    if not os.path.isdir(root):
+        print(f"symphony-emu clean: {root}: not a folder", file=sys.stderr)
+        return 2
+    dirs = ledger.run_dirs_with_ledgers(root)
+    status = 0
+    for d in dirs:
+        st = ledger.state(d)
+        if st in ("closed", "cleaned") and not args.dir:
+            continue
+        try:
+            removed = ledger.clean(d, force=args.force)
+        except ledger.StillRunning as e:
+            print(f"symphony-emu clean: {e}", file=sys.stderr)
+            status = 1
+            continue
+        except ledger.ServersUnreached as e:
+            removed = e.removed
+            print(f"symphony-emu clean: {e}", file=sys.stderr)
+            status = 1
+        print(f"{d}: " + (f"removed {', '.join(removed)}" if removed
+                          else "nothing of this run is left on the machine"))
+    if not dirs:
+        print(f"symphony-emu clean: no run folders with a ledger under {root}")
+    return status

@@ -1,0 +1,197 @@
+"""``symphony-emu run``: a spec's schemes x seeds, emulated or simulated, then its report
+(``--until-decided``: seeds in batches until every comparison is decided)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from emulator.cli.common import (dask_answers, fits, load_spec, out_dir, print_results,
+                                 progress_printer)
+from topologies import wiring
+
+
+def cmd_run(args) -> int:
+    from emulator.analysis import report
+    from emulator.launch import runner
+    spec = load_spec(args)
+    if spec is None:
+        return 2
+    schemes = [args.scheme] if args.scheme else list(spec.run.schemes)
+    from emulator.spec import SCHEMES
+    if args.scheme and args.scheme not in SCHEMES:
+        print(f"symphony-emu run: --scheme {args.scheme!r}: allowed: {', '.join(SCHEMES)}",
+              file=sys.stderr)
+        return 2
+    seeds = list(range(1, args.seeds + 1)) if args.seeds else list(spec.run.seeds)
+    sim = args.backend == "sim"
+    if not sim and os.geteuid() != 0:
+        print("symphony-emu run: needs root (network namespaces, iptables); "
+              "--backend sim does not", file=sys.stderr)
+        return 2
+    if sim and (args.pcap or args.servers):
+        print(f"symphony-emu run: --{'pcap' if args.pcap else 'servers'} is for the "
+              "emulation; --backend sim has no packets to capture or servers to use",
+              file=sys.stderr)
+        return 2
+    if args.paths and not sim:
+        print("symphony-emu run: --paths is for --backend sim (a twin of an emulated run)",
+              file=sys.stderr)
+        return 2
+    if args.dask and not sim:
+        print("symphony-emu run: --dask is for --backend sim (the emulation keeps one run "
+              "at a time)", file=sys.stderr)
+        return 2
+    if args.dask and not dask_answers("run", args.dask):
+        return 2
+    given = {}
+    if sim:
+        from emulator.analysis.split import twin_paths
+        from emulator.sim.run import SimError, check as sim_check
+        from emulator import plan as planning
+        try:
+            sim_check(spec, planning.compile(spec, schemes[0], seeds[0]))
+            if args.paths:
+                given = {(scheme, seed): twin_paths(args.paths, spec, scheme, seed)
+                         for scheme in schemes for seed in seeds}
+        except SimError as e:
+            print(f"symphony-emu run: {e}", file=sys.stderr)
+            return 2
+    elif not fits("run", spec, schemes[0], seeds[0], args.force_size):
+        return 2
+    from emulator.launch import capture
+    from emulator.spec import switch_names
+    pcap = capture.parse_points(args.pcap)
+    try:
+        capture.check_points(pcap, spec.topology.host_names, switch_names(spec.topology))
+        if pcap:
+            capture.tool()
+    except capture.CaptureError as e:
+        print(f"symphony-emu run: {e}", file=sys.stderr)
+        return 2
+    out = out_dir(args.out, spec.name)
+    if os.path.exists(out) and os.listdir(out) and not reclaim_killed(out):
+        print(f"symphony-emu run: {out} exists and is not empty; choose another --out",
+              file=sys.stderr)
+        return 2
+    os.makedirs(out, exist_ok=True)
+    print(f"symphony-emu run: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} seed(s) "
+          f"-> {out}")
+    print(f"symphony-emu run: {'simulated (virtual time)' if sim else _layout(spec)}")
+    def run_seeds(batch):
+        # seed by seed, the schemes of one seed (and repeat) side by side, in turns: a
+        # machine that drifts over a long sitting then moves both sides of a pair alike
+        runs = [(f"{scheme}-seed{seed}" + (f"-rep{k}" if k > 1 else ""), scheme, seed, k)
+                for i, seed in enumerate(batch) for k in range(1, args.repeat + 1)
+                for scheme in (schemes if (i + k) % 2 else schemes[::-1])]
+        if sim:
+            from emulator.sim.pool import run_many
+            run_many([(name, spec, scheme, seed, os.path.join(out, name),
+                       given.get((scheme, seed)), k) for name, scheme, seed, k in runs],
+                     args.jobs, args.dask)
+            return
+        for name, scheme, seed, k in runs:
+            runner.run_one(spec, scheme, seed, os.path.join(out, name),
+                           progress_printer(name), pcap=pcap, repeat=k)
+            if sys.stdout.isatty():
+                print()
+
+    sequential = None
+    if args.until_decided and "baseline" not in schemes:
+        print("symphony-emu run: --until-decided compares each scheme with the baseline; "
+              "run baseline too (--scheme or run.schemes)", file=sys.stderr)
+        return 2
+    from emulator.sim.run import SimError
+    try:
+        if args.until_decided:
+            sequential = _until_decided(args, spec, schemes, seeds, out, run_seeds)
+        else:
+            run_seeds(seeds)
+    except SimError as e:                      # e.g. no Dask scheduler at --dask
+        print(f"symphony-emu run: {e}", file=sys.stderr)
+        return 2
+    summary = report.summarize(out, plots=not args.no_plots)
+    if sequential is not None:
+        summary["sequential"] = sequential
+        report.write_summary(out, summary)
+    print()
+    print_results(summary, spec.scale.dilation, args.format)
+    if spec.raw.get("variants"):
+        print(f"\n(this spec has [[variants]]; `symphony-emu sweep {args.spec}` runs them all)")
+    print(f"\nsummary: {os.path.join(out, 'summary.json')}")
+    for p in summary.get("plots", []):
+        print(f"plot:    {p}")
+    if sequential is not None:
+        print(f"\nuntil decided: {sequential['text']}")
+    bad = [r for r in summary["runs"] if not r["fidelity"]["faithful"]]
+    return 1 if bad else 0
+
+
+def _until_decided(args, spec, schemes, seeds, out, run_seeds) -> dict:
+    """Seeds in batches until the primary metric of every scheme against the baseline is
+    decided, or ``--max-seeds``: a fixed plan of looks, each at the confidence that keeps
+    a wrong verdict at any look at most 5 % (``stats.sequential_plan``), said up front."""
+    from emulator.analysis import report
+    from emulator.analysis.stats import sequential_plan
+    first = seeds[0]
+    looks, conf = sequential_plan(args.max_seeds, args.batch)
+    primary = report.primary_metric(spec.raw)
+    print(f"symphony-emu run: until decided: {primary.upper()} of "
+          f"{', '.join(s for s in schemes if s != 'baseline')} against the baseline, seeds "
+          f"{first}..{first + args.max_seeds - 1} in batches of {args.batch}; looks at "
+          f"{', '.join(map(str, looks))} pairs, each at {conf:.2%} (a wrong verdict at any "
+          f"look: at most 5 %)")
+    done, record = 0, []
+    for n in looks:
+        run_seeds(range(first + done, first + n))
+        done = n
+        summary = report.summarize(out, plots=False, exports=False, twin=False)
+        good = [r for r in summary["runs"] if r["fidelity"]["faithful"]]
+        ev = report.evidence(good, primary, conf)
+        verdicts = {s: e[primary]["verdict"] for s, e in ev.items() if primary in e}
+        record.append({"pairs": n, "verdicts": verdicts})
+        print(f"look at {n} seeds ({conf:.2%}): " + ", ".join(
+            f"{s} {v}" for s, v in verdicts.items()), flush=True)
+        if verdicts and all(v != "undecided" for v in verdicts.values()):
+            break
+    last = record[-1]
+    decided = bool(last["verdicts"]) and all(v != "undecided" for v in last["verdicts"].values())
+    text = (f"{'decided' if decided else 'not decided'} after {last['pairs']} seeds "
+            f"({primary}: " + ", ".join(f"{s} {v}" for s, v in last["verdicts"].items())
+            + f"; each look at {conf:.2%}, looks planned at {looks})")
+    return {"primary": primary, "confidence": conf, "looks": looks, "record": record,
+            "decided": decided, "text": text}
+
+
+def reclaim_killed(out: str) -> bool:
+    """True if ``out`` held nothing but the folders of runs that never finished (a
+    SIGKILLed runner, a Ctrl-C): then what they left is removed, said, and ``out`` is
+    empty again, so the same command can run again."""
+    from emulator.launch import ledger
+    from emulator.rundir import RunFolder
+    entries = [os.path.join(out, e) for e in os.listdir(out)]
+
+    def unfinished(e):
+        return (os.path.isdir(e) and not RunFolder(e).done
+                and ledger.state(e) in ("killed", "cleaned", "closed"))
+    if not entries or not all(unfinished(e) for e in entries):
+        return False
+    for e in entries:
+        removed = ledger.reclaim(e, unfinished=True)
+        print(f"symphony-emu: {e}: a run that did not finish; removed "
+              f"{', '.join(removed) if removed else 'nothing left on the machine'}, "
+              "and its partial files")
+        os.rmdir(e)
+    return True
+
+
+def _layout(spec) -> str:
+    """How a run of ``spec`` is laid out on this machine: D, and the processes that serve
+    its hosts and switches (architecture §3.4, §5.1)."""
+    from emulator.launch.launcher import default_processes
+    hosts, switches = len(spec.topology.host_names), len(wiring.switch_names(spec.topology))
+    sc = spec.scale
+    hp = min(hosts, sc.host_processes or default_processes(hosts))
+    ap = min(switches, sc.agent_processes or default_processes(switches))
+    return (f"D = {sc.dilation:g}; {hosts} hosts in {hp} process(es), {switches} switch "
+            f"agents in {ap}{', each process on one CPU' if sc.pin_cpus else ''}")
