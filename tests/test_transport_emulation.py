@@ -8,14 +8,15 @@ import time
 import numpy as np
 import pytest
 
-from emulator.launch.messages import Message, read_flows, run_messages
 from emulator.launch.fabric import Fabric
 from emulator.plan import transport_params
+from emulator.plan.messages import Message
 from emulator.spec import Spec
 from hosts.cc import CcConfig
 from runtime.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
 from runtime.telemetry import read_records
 from tests.conftest import _root_veths
+from tests.fabric_util import read_flows, run_messages
 from topologies import fabric
 from topologies.dumbbell import DumbbellTopo
 
