@@ -12,7 +12,7 @@ from emulator.plan.messages import Message, host_configs
 from emulator.rundir import RunFolder
 from hosts.cc import CcConfig
 from hosts.config import TransportParams
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 ENV = dict(os.environ, PYTHONPATH=REPO_ROOT)
 

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from emulator.launch import ledger
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 from topologies.overlay import StandInServers
 from topologies.ssh import SSHD
 

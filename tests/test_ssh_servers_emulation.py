@@ -232,7 +232,7 @@ def test_a_sigkilled_run_over_ssh_leaves_nothing_after_clean(tmp_path):
     import time
     from emulator.launch import ledger
     from tests.test_robust_run_emulation import left_behind, start, wait_for
-    from topologies.fabric import REPO_ROOT
+    from topologies.wiring import REPO_ROOT
     spec = tmp_path / "servers.toml"
     spec.write_text(
         'name = "killed-ssh"\n[scale]\ndilation = 2000\n'
