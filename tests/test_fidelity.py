@@ -271,7 +271,7 @@ def test_an_underlay_busier_than_80_percent_of_its_capacity_is_named_by_server()
 
 
 def test_a_server_is_given_as_user_at_host_port_and_reached_as_ssh_would():
-    from topologies.ssh import check_target, destination
+    from cluster.ssh import check_target, destination
     assert destination("root@10.0.0.2") == "root@10.0.0.2"
     assert destination("root@10.0.0.2:2222") == "ssh://root@10.0.0.2:2222"
     assert destination("gpu-7") == "gpu-7" and destination("gpu-7:22") == "ssh://gpu-7:22"

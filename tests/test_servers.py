@@ -1,4 +1,4 @@
-"""topologies.servers without root or ssh: what the check of each real server concludes
+"""cluster.servers without root or ssh: what the check of each real server concludes
 from what the server said (the emulation test, tests/test_real_servers_emulation.py,
 checks the same against sshd servers)."""
 
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from topologies import wiring
-from topologies.servers import PreflightError, probe
+from cluster.servers import PreflightError, probe
 
 GOOD = ("address=10.0.0.{i}\nuid=0\ncpus=16\nmem=68719476736\ninterface=eth1\n"
         "speed=25000\npython=1\nproject=1\nmodules=1\n")

@@ -1,14 +1,14 @@
 """Stand-in servers reached over real ssh (root): each stand-in server's namespace runs
 Debian's sshd on its underlay address, and the coordinator, in a namespace of its own on
-the underlay, reaches it only through that sshd with the run's key (topologies.ssh)."""
+the underlay, reaches it only through that sshd with the run's key (cluster.ssh)."""
 
 import os
 import subprocess
 
 import pytest
 
-from topologies.overlay import StandInServers
-from topologies.ssh import SSHD
+from cluster.overlay import StandInServers
+from cluster.ssh import SSHD
 from tests.conftest import _root_veths
 
 pytestmark = [pytest.mark.emulation,

@@ -162,7 +162,7 @@ class OwnedNode:
 
     # Files of the run folder as the node's processes see them. Here they share this
     # machine's run folder; a node on a server reached over ssh has a folder of its own
-    # there (topologies.remote).
+    # there (cluster.remote).
     def there(self, path: str) -> str:
         """Where the node's processes read or write the run-folder file ``path``."""
         return path

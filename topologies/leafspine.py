@@ -32,7 +32,8 @@ if __package__ in (None, ""):   # loaded by `mn --custom` (no __file__): find th
 
 from mininet.topo import Topo  # noqa: E402
 
-from topologies import fabric, overlay, remote, wiring  # noqa: E402
+from cluster import overlay, remote  # noqa: E402
+from topologies import fabric, wiring  # noqa: E402
 
 
 class LeafSpineTopo(Topo):
@@ -51,15 +52,15 @@ class LeafSpineTopo(Topo):
         ``agents``; missing ones get ``topologies.fabric.default_agent``); ``qdisc``:
         every switch port's (``fifo`` | ``pq``, the scheme's);
         ``servers`` > 1: place whole pods on that many stand-in servers and carry the
-        links between them over VXLAN (``topologies.overlay``; the :class:`Fabric` starts
+        links between them over VXLAN (``cluster.overlay``; the :class:`Fabric` starts
         and removes the servers as ``self.overlay``); ``agent_processes`` > 0: the
         switches' agents run in that many processes, started by the :class:`Fabric` once
         every switch is up (``topologies.fabric.start_agents``, each on one CPU with
         ``pin_cpus``), instead of one per switch as each starts; ``ssh`` (with
         ``servers`` > 1): each stand-in server runs an sshd and every node is started and
-        configured through it, the agents run there (``topologies.remote``); ``servers``
-        as a :class:`topologies.overlay.ServerSet` (real servers,
-        ``topologies.servers.Servers``): whole pods on those, reached over ssh."""
+        configured through it, the agents run there (``cluster.remote``); ``servers``
+        as a :class:`cluster.overlay.ServerSet` (real servers,
+        ``cluster.servers.Servers``): whole pods on those, reached over ssh."""
         wiring.check_shape(leaves, spines, hosts_per_leaf, routing)
         self.rundir = rundir             # the run's folder: its ledger (emulator.launch.ledger)
         self.agent_processes = agent_processes if with_agent else 0

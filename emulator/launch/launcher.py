@@ -89,7 +89,7 @@ class HostProcesses:
             for i, hosts in enumerate(shares):
                 node = self.fab[hosts[0]]
                 # on a server reached over ssh: files in its folder there, protocol lines
-                # back on the process's stdout (topologies.remote)
+                # back on the process's stdout (cluster.remote)
                 remote = getattr(node, "access", None) is not None
                 members = []
                 for host in hosts:

@@ -29,7 +29,8 @@ import time
 
 from mininet.link import Link
 
-from topologies import fabric, ssh, wiring
+from cluster import ssh
+from topologies import fabric, wiring
 
 LEDGER = "ledger.jsonl"                   # emulator.launch.ledger.LEDGER, on each server
 LEDGER_SCRIPT = os.path.join(wiring.REPO_ROOT, "emulator", "launch", "ledger.py")
