@@ -131,7 +131,7 @@ def bench_nfqueue(seconds: float, payload: int, steps: int) -> dict:
 
     from emulator.launch.fabric import Fabric
     from topologies.dumbbell import DumbbellTopo
-    from topologies.fabric import REPO_ROOT
+    from topologies.wiring import REPO_ROOT
 
     with tempfile.TemporaryDirectory() as rundir:
         # Ports far faster than the flood, so the shaper never limits what reaches the agent.

@@ -18,7 +18,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from topologies import fabric as wiring
+from topologies import fabric
 
 
 class Perturbation:
@@ -173,7 +173,7 @@ class Background(Perturbation):
 
     def close(self) -> None:
         for p in self.procs:
-            wiring.stop_process(p, 5)
+            fabric.stop_process(p, 5)
         self.procs.clear()
         if self._log is not None:
             self._log.close()

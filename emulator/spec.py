@@ -18,6 +18,7 @@ import copy
 import os
 from dataclasses import replace
 
+from cluster import servers
 from emulator import jobstream, paper, profiles, rings as ring_layouts, specfile
 from emulator.workloads import WORKLOAD_NAMES
 from hosts.collectives import ALGORITHMS
@@ -27,7 +28,7 @@ from runtime.codec import ConfigError
 from runtime.scale import DEFAULT_DILATION, Scale
 from runtime.wire import MAX_JOB
 from switch_agent.config import RedParams, SymphonyParams
-from topologies import servers, wiring
+from topologies import wiring
 from topologies.wiring import neighbors, switch_names  # noqa: F401  (part of the spec API)
 from emulator.schema import (  # noqa: F401  (the schema is part of the spec API)
     SCHEMES, PERTURBATIONS, TOPOLOGY_KINDS, ROUTINGS, ALGORITHM_NAMES, GRID_ALGORITHMS,
@@ -235,7 +236,7 @@ def validate(raw: dict, path: str) -> Spec:
                                           or topo.server_targets), path,
           "topology.ssh", topo.ssh, "true or false; true only with servers > 1")
     bad = servers.spec_problem(topo.server_targets, topo.kind, topo.ssh_config, topo.underlay)
-    if bad:                                   # real servers (topologies.servers)
+    if bad:                                   # real servers (cluster.servers)
         _need(False, path, f"topology.{bad[0]}", *bad[1:])
     _need(16_384 <= topo.buffer_bytes <= 1 << 30, path, "topology.buffer_bytes",
           topo.buffer_bytes, "must be >= 16384 (a few 4 KB frames) and <= 2**30")

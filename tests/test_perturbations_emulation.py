@@ -15,12 +15,12 @@ from emulator.launch.fabric import Fabric
 from emulator.spec import load
 from tests.conftest import _root_veths
 from tests.fabric_util import run_streams
-from topologies import fabric
+from topologies import wiring
 from topologies.dumbbell import DumbbellTopo
 
 pytestmark = pytest.mark.emulation
 
-RATE = fabric.DEFAULT_RATE_BPS
+RATE = wiring.DEFAULT_RATE_BPS
 
 
 def test_pq_serves_lagging_flows_first(tmp_path):
@@ -33,14 +33,14 @@ def test_pq_serves_lagging_flows_first(tmp_path):
     filled it just as the lagging flow ended, and 0-6 of the lagging flow's last packets
     met a full buffer, as many as the timing gave (the test failed once at 144 of 150);
     that sharing is pinned without root in tests/test_switch_schemes.py."""
-    slow = fabric.leaf_port_to_host(0, 2)
+    slow = wiring.leaf_port_to_host(0, 2)
     veths = _root_veths()
     agent = default_agent("leaf0")
     agent = replace(agent, scheme="pq", red=replace(agent.red, enabled=False))
     with Fabric(DumbbellTopo(3, rundir=str(tmp_path), qdisc="pq", agents={"leaf0": agent},
                              buffer_bytes=1 << 20,
                              port_rates={"leaf0": {slow: RATE / 2}})) as fab:
-        h = [fabric.host_ip(0, i) for i in range(3)]
+        h = [wiring.host_ip(0, i) for i in range(3)]
         [rx], sent = run_streams(
             [(fab["h2"], h[2])],
             [(fab["h0"], ["--src", h[0], "--dst", h[2], "--packets", 150, "--rate-bps",

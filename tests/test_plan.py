@@ -14,7 +14,7 @@ from hosts.cc import DcqcnMlx, DcqcnPaper, LineRate
 from hosts.config import HostConfig
 from runtime.codec import from_dict, to_dict
 from switch_agent.config import AgentConfig
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")   # 10 Gb/s, 4x4x4
 AT_2000 = ["scale.dilation=2000"]   # the arithmetic below is at D = 2000 (the file says 1000)

@@ -18,7 +18,7 @@ from runtime import wire
 from runtime.telemetry import read_records
 from switch_agent.queue_model import red_probability
 from switch_agent.symphony import SymphonyTracker
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 FIG9 = os.path.join(REPO_ROOT, "runs", "fig9.toml")      # h0, h1 -> h2 through leaf0
 FIG5 = os.path.join(REPO_ROOT, "runs", "fig5.toml")

@@ -41,7 +41,7 @@ from emulator.perturbations import Engine
 from emulator.rundir import RunFolder
 from emulator.spec import Spec, SpecError, passes_error, validate
 from switch_agent.agent import SYMPHONY_KEYS
-from topologies import fabric
+from topologies import wiring
 
 LIVE_BACKGROUND_PORT = 5301
 
@@ -51,7 +51,7 @@ class LiveSession:
                  out_dir: str | None = None):
         self.spec, self.scheme, self.seed = spec, scheme, seed
         self.plan = planning.compile(spec, scheme, seed)
-        self.out = out_dir or os.path.join(fabric.REPO_ROOT, "runs", "out",
+        self.out = out_dir or os.path.join(wiring.REPO_ROOT, "runs", "out",
                                            time.strftime("%Y%m%d-%H%M%S") + f"-{spec.name}-cli")
         os.makedirs(self.out, exist_ok=True)
         self.fab: Fabric | None = None

@@ -33,7 +33,7 @@ from emulator import plan as planning
 from emulator.launch.launcher import default_processes
 from emulator.perturbations import Background
 from emulator.plan import placement
-from topologies.overlay import VXLAN_OVERHEAD_BYTES, server_of_nodes
+from cluster.overlay import VXLAN_OVERHEAD_BYTES, server_of_nodes
 
 HOSTS_PER_CORE = 32          # benchmarks/scale.py: 64 hosts faithful on 2 cores
 PROCESS_MB = 67              # benchmarks/scale.py: peak RSS of a host process, of an agent
@@ -55,7 +55,7 @@ class Machine:
     # this machine's cpus evenly
     server_cpus: tuple[float, ...] | None = None
     # real servers: each one's available memory, and its underlay's capacity (None:
-    # unknown) -- read over ssh (topologies.servers.preflight)
+    # unknown) -- read over ssh (cluster.servers.preflight)
     server_mem_bytes: tuple[int, ...] | None = None
     server_underlay_bps: tuple[float | None, ...] | None = None
 
@@ -171,7 +171,7 @@ def this_machine() -> Machine:
 
 def with_servers(m: Machine, facts, underlay_bps: float = 0.0) -> Machine:
     """``m`` (this machine, the coordinator) with the real servers' ``facts``
-    (``topologies.servers.ServerFacts``): their cores, memory and underlay."""
+    (``cluster.servers.ServerFacts``): their cores, memory and underlay."""
     from dataclasses import replace
     return replace(m, server_cpus=tuple(float(f.cpus) for f in facts),
                    server_mem_bytes=tuple(f.mem_available_bytes for f in facts),
