@@ -18,7 +18,8 @@ PLOTS = os.path.join(REPO_ROOT, "docs", "results")
 
 def test_the_committed_page_is_what_the_committed_data_give(tmp_path):
     to = tmp_path / "results.md"
-    figures.write(rp.DATA, rp.RUNS, str(to), rp.seeds_for)
+    from emulator.cli.reproduce import write_page
+    write_page(rp.DATA, str(to))                  # what `reproduce --page` does
     with open(PAGE) as f:
         committed = f.read()
     assert to.read_text() == committed, (

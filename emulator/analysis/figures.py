@@ -59,15 +59,16 @@ def read(path: str) -> list[dict]:
 
 
 def page(data_dir: str, runs_dir: str, planned=None, plots_dir: str | None = None,
-         plots_href: str = "") -> str:
+         plots_href: str = "", expected=()) -> str:
     """The whole page (markdown) from every figure CSV in ``data_dir`` and the readings
     beside them; ``planned(fig, backend)``: the seeds a backend is to run (a column of
     what is done). With ``plots_dir``, each figure's plot is written there as
-    ``<fig>.svg`` and linked as ``<plots_href><fig>.svg``."""
+    ``<fig>.svg`` and linked as ``<plots_href><fig>.svg``. ``expected``: figures listed
+    as not yet run when they have no CSV."""
     from emulator.spec import load
     figs = {os.path.splitext(os.path.basename(p))[0]: read(p)
             for p in sorted(glob.glob(os.path.join(data_dir, "*.csv")))}
-    parts = [HEADER, _done_table(figs, planned)]
+    parts = [HEADER, _done_table({**{f: [] for f in expected}, **figs}, planned)]
     for fig, rows in figs.items():
         spec = load(os.path.join(runs_dir, fig + ".toml"))
         primary = primary_metric(spec.raw)
@@ -322,11 +323,11 @@ def plot(fig: str, rows: list[dict], claims, primary: str, path: str) -> bool:
     return True
 
 
-def write(data_dir: str, runs_dir: str, to: str, planned=None) -> str:
+def write(data_dir: str, runs_dir: str, to: str, planned=None, expected=()) -> str:
     """The page into ``to``, its plots into ``results/`` beside it."""
     base = os.path.splitext(os.path.basename(to))[0]
     text = page(data_dir, runs_dir, planned, os.path.join(os.path.dirname(to) or ".", base),
-                base + "/")
+                base + "/", expected)
     with open(to, "w") as f:
         f.write(text)
     return to

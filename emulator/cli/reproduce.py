@@ -11,16 +11,22 @@ from topologies.wiring import REPO_ROOT
 PAGE = os.path.join(REPO_ROOT, "docs", "results.md")
 
 
+def write_page(data: str, to: str) -> str:
+    """The results page from ``data`` (every figure of runs/ listed, run or not)."""
+    from emulator.analysis import figures
+    from emulator.launch import reproduce as rp
+    return figures.write(data, rp.RUNS, to, rp.seeds_for, rp.figures())
+
+
 def cmd_reproduce(args) -> int:
     from emulator.launch import reproduce as rp
     data = os.path.abspath(args.data or rp.DATA)
     if args.page:
-        from emulator.analysis import figures
         if not os.path.isdir(data):
             print(f"symphony-emu reproduce: --data {data}: no such folder (run the figures "
                   "first)", file=sys.stderr)
             return 2
-        made = figures.write(data, rp.RUNS, os.path.abspath(args.to or PAGE), rp.seeds_for)
+        made = write_page(data, os.path.abspath(args.to or PAGE))
         print(f"page: {made}")
         return 0
     known = rp.figures()
