@@ -158,6 +158,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from emulator.perturbations import KINDS as PERTURBATION_KINDS
 from emulator.schemes import SCHEMES as SCHEME_REGISTRY
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS
 from hosts.collectives import ALGORITHMS
@@ -170,8 +171,7 @@ from topologies import wiring
 
 PRIMARY_METRICS = ("auto", "cct", "jct")
 SCHEMES = tuple(SCHEME_REGISTRY)          # emulator.schemes: one object each
-PERTURBATIONS = ("imbalance", "background", "link_down", "straggler", "loss",
-                 "symphony_late_start")
+PERTURBATIONS = tuple(PERTURBATION_KINDS)  # emulator.perturbations: one class each
 TOPOLOGY_KINDS = ("leafspine", "dumbbell")
 ROUTINGS = ("ecmp", "static")
 ALGORITHM_NAMES = tuple(ALGORITHMS)
@@ -359,7 +359,8 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class PerturbationSpec:
-    """One perturbation (``[[perturbations]]``); which keys apply depends on ``kind``:
+    """One perturbation (``[[perturbations]]``); which keys apply depends on ``kind``
+    (its class in ``emulator.perturbations``: its keys, those it needs, their checks):
 
     imbalance            switch, toward, ratio      the hop switch->toward runs at
                                                     link rate / ratio (e.g. 1.13)
@@ -390,14 +391,7 @@ class PerturbationSpec:
     fraction: float = 0.0
 
 
-PERTURBATION_KEYS = {
-    "imbalance": {"switch", "toward", "ratio"},
-    "background": {"src", "dst", "rate_gbps", "start_ms", "duration_ms"},
-    "link_down": {"switch", "toward", "at_ms", "up_ms"},
-    "straggler": {"host", "delay_us"},
-    "loss": {"switch", "fraction"},
-    "symphony_late_start": {"at_ms"},
-}
+PERTURBATION_KEYS = {name: set(k.keys) for name, k in PERTURBATION_KINDS.items()}
 
 
 @dataclass(frozen=True)

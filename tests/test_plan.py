@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from emulator import perturbations as pt
+from emulator.perturbations.symphony_late_start import SymphonyOn
 from emulator.plan import compile
 from switch_agent.config import default_agent
 from emulator.spec import load
@@ -99,7 +99,7 @@ def test_a_late_start_keeps_symphony_off_and_schedules_it_on():
     plan = compile(spec, "symphony", 1)
     assert {a.scheme for a in plan.agents.values()} == {"baseline"}
     (e,) = plan.perturbations
-    assert isinstance(e.what, pt.SymphonyOn) and e.t_s == pytest.approx(3e-3 * 2000)
+    assert isinstance(e.what, SymphonyOn) and e.t_s == pytest.approx(3e-3 * 2000)
     assert compile(spec, "baseline", 1).perturbations == ()
 
 

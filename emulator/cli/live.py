@@ -37,7 +37,8 @@ from emulator.cli.commands import CommandError
 from emulator.cli.common import fits, load_spec
 from emulator.launch.fabric import Fabric, topology
 from emulator.launch.launcher import HostProcesses
-from emulator.perturbations import Engine
+from emulator.perturbations.background import BACKGROUND_PORT
+from emulator.perturbations.engine import Engine
 from emulator.rundir import RunFolder
 from emulator.spec import Spec, SpecError, passes_error, validate
 from switch_agent.agent import SYMPHONY_KEYS
@@ -179,7 +180,7 @@ class LiveSession:
         except SpecError as e:
             raise ValueError(str(e).replace("perturbations[0].", "")) from None
         obj = planning.perturbation(self.spec, p, self.plan.link_rate_bps,
-                                    LIVE_BACKGROUND_PORT - planning.BACKGROUND_PORT
+                                    LIVE_BACKGROUND_PORT - BACKGROUND_PORT
                                     + len(self.engine.log))
         if open_ended:
             obj.nbytes = None                      # until undone

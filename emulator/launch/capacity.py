@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 from emulator import plan as planning
 from emulator.launch.launcher import default_processes
-from emulator.perturbations import Background
 from emulator.plan import placement
 from cluster.overlay import VXLAN_OVERHEAD_BYTES, server_of_nodes
 
@@ -76,13 +75,12 @@ def demand(plan) -> Demand:
     """What a compiled run plan (``emulator.plan.compile``) needs of the machine."""
     hosts = plan.fabric.leaves * plan.fabric.pods * plan.fabric.hosts_per_leaf
     nodes = hosts + len(plan.agents)
-    backgrounds = sum(1 for t in plan.perturbations
-                      if isinstance(t.what, Background) and not t.undo)
+    started = sum(t.what.processes for t in plan.perturbations if not t.undo)
     # the host and agent processes, each serving several (emulator.launch.launcher)
     served = (min(len(plan.hosts), plan.host_processes or default_processes(len(plan.hosts)))
               + min(len(plan.agents),
                     plan.agent_processes or default_processes(len(plan.agents))))
-    processes = nodes + served + 2 * backgrounds
+    processes = nodes + served + started
     buffers = sum((_members(r.group) + 4) * _largest_bytes(r)
                   for cfg in plan.hosts.values() for r in cfg.ranks)
     memory = (nodes * SHELL_MB + served * PROCESS_MB
