@@ -30,12 +30,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from hosts import wire  # noqa: E402
+from runtime import wire  # noqa: E402
 from switch_agent.config import default_agent  # noqa: E402
 from switch_agent.pipeline import Port, SwitchPipeline  # noqa: E402
 from switch_agent.queue_model import EgressQueue  # noqa: E402
 from switch_agent.symphony import SymphonyTracker  # noqa: E402
-from hosts.telemetry import Telemetry  # noqa: E402
+from runtime.telemetry import Telemetry  # noqa: E402
 
 GOAL_PPS = 60_000
 GOAL_RSS_MB = 50
@@ -102,7 +102,7 @@ def _proc_rss_mb(pid: int) -> float:
 
 FLOOD = r"""
 import socket, sys, time
-from hosts import wire
+from runtime import wire
 src, dst, seconds, payload = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 steps = int(sys.argv[5])      # 2: half the flows one step ahead (Symphony marks them)
 socks = []
@@ -131,7 +131,7 @@ def bench_nfqueue(seconds: float, payload: int, steps: int) -> dict:
 
     from emulator.launch.fabric import Fabric
     from topologies.dumbbell import DumbbellTopo
-    from topologies.fabric import REPO_ROOT
+    from topologies.wiring import REPO_ROOT
 
     with tempfile.TemporaryDirectory() as rundir:
         # Ports far faster than the flood, so the shaper never limits what reaches the agent.

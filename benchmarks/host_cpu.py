@@ -46,8 +46,8 @@ from emulator.analysis import report  # noqa: E402
 from emulator.launch import ledger, runner  # noqa: E402
 from emulator.rundir import RunFolder  # noqa: E402
 from emulator.spec import load  # noqa: E402
-from hosts import sched  # noqa: E402
-from topologies.fabric import REPO_ROOT  # noqa: E402
+from runtime import sched  # noqa: E402
+from topologies.wiring import REPO_ROOT  # noqa: E402
 
 GOAL_RANK_US_PER_PKT = 40.0
 SAMPLE_S = 0.2

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from hosts.cc import ALGORITHMS, CcConfig  # noqa: E402
 from hosts.config import TransportParams  # noqa: E402
 from hosts.nic import Nic  # noqa: E402
-from hosts.scale import Scale  # noqa: E402
+from runtime.scale import Scale  # noqa: E402
 
 _NET = f"127.{110 + (os.getpid() >> 16 & 7)}.{os.getpid() >> 8 & 255}"
 A, B = f"{_NET}.{(os.getpid() % 127) * 2 + 1}", f"{_NET}.{(os.getpid() % 127) * 2 + 2}"

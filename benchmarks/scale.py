@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from emulator.analysis import report  # noqa: E402
 from emulator.launch import runner
 from emulator.spec import load  # noqa: E402
-from topologies.fabric import REPO_ROOT  # noqa: E402
+from topologies.wiring import REPO_ROOT  # noqa: E402
 
 HOSTS_PER_LEAF = 4
 GOAL_HOSTS = 64

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from emulator.sim.run import run_sim  # noqa: E402
 from emulator.spec import load  # noqa: E402
-from topologies.fabric import REPO_ROOT  # noqa: E402
+from topologies.wiring import REPO_ROOT  # noqa: E402
 
 
 def main(argv=None) -> int:

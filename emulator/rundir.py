@@ -10,7 +10,7 @@ everything in it. Report, plots, sweep and the live CLI go through :class:`RunFo
         leaf*/spine*/core*.jsonl agent telemetry
         *.host.json, *.agent.json, *.host.out, *.log   configs, protocol lines, logs
 
-Telemetry files are written by ``hosts.telemetry`` in the processes; this module never
+Telemetry files are written by ``runtime.telemetry`` in the processes; this module never
 writes them.
 """
 
@@ -23,7 +23,7 @@ import subprocess
 import time
 from dataclasses import asdict
 
-from hosts.telemetry import read_records
+from runtime.telemetry import read_records
 from topologies import wiring
 
 MANIFEST = "manifest.json"

@@ -2,7 +2,7 @@
 dataclasses (``emulator.spec`` reads a TOML file into them and checks it).
 
 Quantities are written at **real scale**, as in the paper (link rates in Gb/s, times in
-µs/ms); the run converts them with ``hosts.scale`` (``[scale] dilation``). Byte
+µs/ms); the run converts them with ``runtime.scale`` (``[scale] dilation``). Byte
 quantities are the same at both scales. A complete spec with every key::
 
     name = "table1"
@@ -158,19 +158,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from emulator.perturbations import KINDS as PERTURBATION_KINDS
 from emulator.schemes import SCHEMES as SCHEME_REGISTRY
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS
 from hosts.collectives import ALGORITHMS
 from hosts.collectives.order import DEFAULT_ORDER
-from hosts.config import TransportParams, finite
-from hosts.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS
+from hosts.config import TransportParams
+from runtime.codec import finite
+from runtime.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS
 from switch_agent.config import K_MAX, T_WIN_S, RedParams, SymphonyParams
 from topologies import wiring
 
 PRIMARY_METRICS = ("auto", "cct", "jct")
 SCHEMES = tuple(SCHEME_REGISTRY)          # emulator.schemes: one object each
-PERTURBATIONS = ("imbalance", "background", "link_down", "straggler", "loss",
-                 "symphony_late_start")
+PERTURBATIONS = tuple(PERTURBATION_KINDS)  # emulator.perturbations: one class each
 TOPOLOGY_KINDS = ("leafspine", "dumbbell")
 ROUTINGS = ("ecmp", "static")
 ALGORITHM_NAMES = tuple(ALGORITHMS)
@@ -358,7 +359,8 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class PerturbationSpec:
-    """One perturbation (``[[perturbations]]``); which keys apply depends on ``kind``:
+    """One perturbation (``[[perturbations]]``); which keys apply depends on ``kind``
+    (its class in ``emulator.perturbations``: its keys, those it needs, their checks):
 
     imbalance            switch, toward, ratio      the hop switch->toward runs at
                                                     link rate / ratio (e.g. 1.13)
@@ -389,14 +391,7 @@ class PerturbationSpec:
     fraction: float = 0.0
 
 
-PERTURBATION_KEYS = {
-    "imbalance": {"switch", "toward", "ratio"},
-    "background": {"src", "dst", "rate_gbps", "start_ms", "duration_ms"},
-    "link_down": {"switch", "toward", "at_ms", "up_ms"},
-    "straggler": {"host", "delay_us"},
-    "loss": {"switch", "fraction"},
-    "symphony_late_start": {"at_ms"},
-}
+PERTURBATION_KEYS = {name: set(k.keys) for name, k in PERTURBATION_KINDS.items()}
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,18 @@ import copy
 import os
 from dataclasses import replace
 
+from cluster import servers
 from emulator import jobstream, paper, profiles, rings as ring_layouts, specfile
+from emulator.perturbations import KINDS as PERTURBATION_KINDS
 from emulator.workloads import WORKLOAD_NAMES
 from hosts.collectives import ALGORITHMS
-from hosts.config import CONGESTION_FLAGS, ConfigError, TransportParams
-from hosts.scale import DEFAULT_DILATION, Scale
+from hosts.config import CONGESTION_FLAGS, TransportParams
 from hosts.collectives.order import ORDERS
-from hosts.wire import MAX_JOB
+from runtime.codec import ConfigError
+from runtime.scale import DEFAULT_DILATION, Scale
+from runtime.wire import MAX_JOB
 from switch_agent.config import RedParams, SymphonyParams
-from topologies import servers, wiring
+from topologies import wiring
 from topologies.wiring import neighbors, switch_names  # noqa: F401  (part of the spec API)
 from emulator.schema import (  # noqa: F401  (the schema is part of the spec API)
     SCHEMES, PERTURBATIONS, TOPOLOGY_KINDS, ROUTINGS, ALGORITHM_NAMES, GRID_ALGORITHMS,
@@ -234,7 +237,7 @@ def validate(raw: dict, path: str) -> Spec:
                                           or topo.server_targets), path,
           "topology.ssh", topo.ssh, "true or false; true only with servers > 1")
     bad = servers.spec_problem(topo.server_targets, topo.kind, topo.ssh_config, topo.underlay)
-    if bad:                                   # real servers (topologies.servers)
+    if bad:                                   # real servers (cluster.servers)
         _need(False, path, f"topology.{bad[0]}", *bad[1:])
     _need(16_384 <= topo.buffer_bytes <= 1 << 30, path, "topology.buffer_bytes",
           topo.buffer_bytes, "must be >= 16384 (a few 4 KB frames) and <= 2**30")
@@ -392,11 +395,8 @@ def _validate_perturbation(p: PerturbationSpec, raw: dict, where: str, path: str
           raw.get(sorted(extra)[0]) if extra else None,
           f"not a key of the {p.kind} perturbation; its keys: "
           f"{', '.join(sorted(PERTURBATION_KEYS[p.kind]))}")
-    missing = {"imbalance": ("switch", "toward", "ratio"), "background": ("src", "dst", "rate_gbps",
-               "duration_ms"), "link_down": ("switch", "toward", "at_ms"),
-               "straggler": ("host", "delay_us"), "loss": ("switch", "fraction"),
-               "symphony_late_start": ("at_ms",)}[p.kind]
-    for k in missing:
+    kind = PERTURBATION_KINDS[p.kind]
+    for k in kind.required:
         _need(k in raw, path, f"{where}.{k}", None, f"the {p.kind} perturbation needs {k}")
         _need(raw[k] != "", path, f"{where}.{k}", raw[k], "must not be empty")
     hosts = topo.host_names
@@ -411,18 +411,9 @@ def _validate_perturbation(p: PerturbationSpec, raw: dict, where: str, path: str
         if v:
             _need(v in hosts, path, f"{where}.{key}", v,
                   f"unknown host; this topology has {hosts[0]}..{hosts[-1]}")
-    if p.kind == "background":
-        _need(p.src != p.dst, path, f"{where}.dst", p.dst, "must differ from src")
-        _need(0 < p.rate_gbps <= topo.link_rate_gbps, path, f"{where}.rate_gbps", p.rate_gbps,
-              f"must be in (0, link rate {topo.link_rate_gbps}]")
-    if p.kind == "link_down":
-        _need(p.up_ms < 0 or p.up_ms > p.at_ms, path, f"{where}.up_ms", p.up_ms,
-              "must be after at_ms")
-    if p.kind == "straggler":
-        _need(any(p.host in _job_hosts(j, topo) for j in jobs), path, f"{where}.host", p.host,
-              "is in no job")
-    if p.kind == "loss":
-        _need(0 < p.fraction < 1, path, f"{where}.fraction", p.fraction, "must be in (0, 1)")
+    kind.check(p, lambda ok, key, value, allowed: _need(ok, path, f"{where}.{key}", value,
+                                                        allowed),
+               topo, {h for j in jobs for h in _job_hosts(j, topo)})
     return p
 
 

@@ -22,7 +22,7 @@ import socket
 import sys
 import time
 
-from hosts import wire
+from runtime import wire
 
 IP_MTU_DISCOVER = getattr(socket, "IP_MTU_DISCOVER", 10)
 IP_PMTUDISC_DO = getattr(socket, "IP_PMTUDISC_DO", 2)

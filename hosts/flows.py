@@ -1,33 +1,19 @@
 """A NIC's flows: one message of one (job, channel, step) between two hosts, one QP with
-PSNs from 0 -- the state a sender and a receiver keep, the UDP source port that is its
-ECMP entropy, and the telemetry record each writes when it ends (``send_flow``,
-``recv_flow``: docs/architecture.md §5.5). Pure: no socket, no clock.
+PSNs from 0 -- the state a sender and a receiver keep (its UDP source port, the ECMP
+entropy, is ``runtime.wire.flow_sport``), and the telemetry record each writes when it
+ends (``send_flow``, ``recv_flow``: docs/architecture.md §5.5). Pure: no socket, no clock.
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hosts import wire
 from hosts.cc import CongestionControl
 from hosts.gbn import GbnReceiver, GbnSender
+from runtime import wire
 
-SPORT_BASE = 49152
-SPORT_SPAN = 16384
 WIRE_EXTRA_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES + 14  # IP + UDP + Ethernet
-
-
-def flow_sport(job: int, channel: int, step: int, sender_ip: str, per_step: bool = True,
-               seed: int = 0) -> int:
-    """UDP source port of a flow: a hash of (job, channel, step, sender) in the dynamic
-    range, or of (job, channel, sender) with ``per_step=False`` (a long-lived connection).
-    ``seed`` (the run's) salts it: the kernel's ECMP hash key is fixed for the machine's
-    uptime, so without it every run and seed would take the very same paths."""
-    key = f"{job}/{channel}/{step if per_step else '-'}/{sender_ip}"
-    key = (key if not seed else f"{key}/{seed}").encode()
-    return SPORT_BASE + zlib.crc32(key) % SPORT_SPAN
 
 
 @dataclass

@@ -6,7 +6,7 @@ The configuration (``hosts.config.GroupConfig``, written by the launcher) lists 
 hosts: each one's ``HostConfig`` file, the file its protocol lines go to, and a process
 in its network namespace. Each host keeps everything it has on its own -- its NIC (queue
 pairs, pacing clocks, congestion control, notification point), its sockets, created in
-its own namespace (``hosts.netns``), so its packets leave through its own interface and
+its own namespace (``runtime.netns``), so its packets leave through its own interface and
 qdisc, its ranks or messages and its telemetry file. What the hosts share is the
 process: one sleep on all their sockets until the soonest of their pacing deadlines,
 timers and program times, so the machine runs one wake-up where it ran one per host
@@ -34,13 +34,14 @@ import signal
 import sys
 import time
 
-from hosts import clock, netns, sched
+from hosts import clock
 from hosts.config import STDOUT, GroupConfig, HostConfig, MemberConfig
 from hosts.host import MessageHost
 from hosts.rank import RankHost, udp_counters
+from runtime import netns, sched
 
 PROFILE_ENV = "SYMPHONY_EMU_PROFILE_DIR"
-TIMER_SLACK_S = 1e-6               # sleeps end on time (hosts.sched)
+TIMER_SLACK_S = 1e-6               # sleeps end on time (runtime.sched)
 
 
 class _Tagged:

@@ -2,7 +2,7 @@
 
 The configuration: a ``hosts.config.HostConfig`` with ``sends`` and ``receives`` (each a
 ``MessageConfig``: peer IP, bytes, job, channel, step; a send's ``start_s`` after t = 0),
-written by the launcher; all times and rates emulated (``hosts.scale``). A process
+written by the launcher; all times and rates emulated (``runtime.scale``). A process
 (``hosts.group``) serves one or several such hosts.
 
 Message contents are pseudo-random bytes from a seed derived from (job, channel, step,
@@ -21,7 +21,7 @@ import numpy as np
 
 from hosts.config import HostConfig
 from hosts.nic import Nic
-from hosts.telemetry import Telemetry
+from runtime.telemetry import Telemetry
 
 
 def message_bytes(job: int, channel: int, step: int, src: str, dst: str, nbytes: int) -> bytes:

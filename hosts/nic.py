@@ -21,11 +21,11 @@ import struct
 import time
 from typing import Callable
 
-from hosts import wire
 from hosts.cc import CcConfig
 from hosts.config import TransportParams
-from hosts.flows import WIRE_EXTRA_BYTES, flow_sport  # noqa: F401  (the NIC's API)
+from hosts.flows import WIRE_EXTRA_BYTES  # noqa: F401  (the NIC's API)
 from hosts.nic_core import NicCore
+from runtime import wire
 
 IP_MTU_DISCOVER = getattr(socket, "IP_MTU_DISCOVER", 10)
 IP_PMTUDISC_DO = getattr(socket, "IP_PMTUDISC_DO", 2)
@@ -43,7 +43,7 @@ class Nic(NicCore):
         super().__init__(ip, line_rate_bps, cc, transport, on_message=on_message,
                          telemetry=telemetry, clock=clock)
         # sockets come from the factory: a process serving several hosts creates each in
-        # its host's namespace (hosts.netns)
+        # its host's namespace (runtime.netns)
         self._socket = socket_factory
         self.sock = socket_factory(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)

@@ -33,12 +33,11 @@ import socket
 import time
 from typing import Callable
 
-from hosts import wire
 from hosts.config import TransportParams
 from hosts.cc import CcConfig, CongestionControl, NotificationPoint
-from hosts.flows import (WIRE_EXTRA_BYTES, RecvFlow, SendFlow, flow_sport, recv_record,
-                         send_record)
+from hosts.flows import WIRE_EXTRA_BYTES, RecvFlow, SendFlow, recv_record, send_record
 from hosts.gbn import ACK, GbnReceiver, GbnSender
+from runtime import wire
 
 class NicCore:
     """The NIC's logic (see the module's docstring); a subclass supplies the four doors."""
@@ -110,7 +109,7 @@ class NicCore:
         data = memoryview(data).cast("B")
         n_packets = max(1, -(-len(data) // self.tp.mtu_bytes))
         if sport is None:
-            sport = flow_sport(job, channel, step, self.ip, self.tp.per_step_sport,
+            sport = wire.flow_sport(job, channel, step, self.ip, self.tp.per_step_sport,
                                self.tp.sport_seed)
         port = self._open_port(sport)
         now = self.clock()

@@ -28,7 +28,7 @@ from hosts.collectives.expected import Expected
 from hosts.collectives.order import StepOrder, dependencies
 from hosts.config import HostConfig, RankConfig
 from hosts.nic import Nic
-from hosts.telemetry import Telemetry
+from runtime.telemetry import Telemetry
 
 DTYPE = np.float32
 ITEM = np.dtype(DTYPE).itemsize
@@ -324,7 +324,7 @@ class RankHost:
 
 
 def udp_counters(path: str = "/proc/net/snmp") -> dict:
-    """A namespace's UDP error counters (``path``: the host's, ``hosts.netns``). RcvbufErrors counts datagrams the socket had no room for: the process
+    """A namespace's UDP error counters (``path``: the host's, ``runtime.netns``). RcvbufErrors counts datagrams the socket had no room for: the process
     fell behind reading, which a NIC would not do."""
     try:
         with open(path) as f:

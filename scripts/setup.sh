@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh Debian 12 / Ubuntu 22.04+ machine, as root:
+# Idempotent set-up for a fresh Debian 12, Ubuntu 22.04 or Ubuntu 24.04 machine, as root:
 # system packages, a virtual environment in .venv, and this project installed into it.
 # Sourced by scripts/run-main.sh and scripts/run-tests.sh; safe to run again.
 set -euo pipefail
@@ -47,6 +47,19 @@ fi
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 mn_pkg=$(/usr/bin/python3 -c 'import mininet, os; print(os.path.dirname(mininet.__file__))')
 [ -e "$site/mininet" ] || ln -s "$mn_pkg" "$site/mininet"
+# Mininet 2.3.0's mininet.node imports distutils, which Python 3.12 no longer has (Ubuntu
+# 24.04; mininet issue #1244; Debian 12 and Ubuntu 22.04 ship it as python3-distutils,
+# which python3-venv pulls in). A venv on 3.12 gets no setuptools either, so there the
+# venv gets setuptools, whose distutils stand-in serves mininet's `distutils.version`.
+if ! "$venv/bin/python" -c 'import mininet.node' 2>/dev/null; then
+    echo "setup: mininet.node does not import in $venv (no distutils): installing setuptools"
+    "$venv/bin/python" -m pip install -q setuptools >"$venv/setuptools-install.log" 2>&1 || {
+        tail -n 30 "$venv/setuptools-install.log" >&2; exit 1; }
+    if ! "$venv/bin/python" -c 'import mininet.node'; then
+        echo "setup: mininet.node still does not import in $venv (see the error above)" >&2
+        exit 1
+    fi
+fi
 
 stamp="$venv/.installed"
 if [ ! -f "$stamp" ] || [ "$repo/setup.cfg" -nt "$stamp" ] || [ "$repo/setup.py" -nt "$stamp" ]; then

@@ -26,7 +26,7 @@ fabric when the switch starts::
      "drop_fraction": 0.0, "sample_interval_s": 0.01, "kernel_sample_interval_s": 0.1,
      "telemetry_path": "run/s1.jsonl", "control_name": "symphony-emu/<run>/s1"}
 
-All times and rates are emulated values (already scaled; see ``hosts.scale``).
+All times and rates are emulated values (already scaled; see ``runtime.scale``).
 """
 
 from __future__ import annotations
@@ -47,18 +47,18 @@ from dataclasses import replace
 from switch_agent.fidelity import PortFidelity
 from switch_agent.kernel_queues import KernelQueues
 from switch_agent.nfqueue import NfQueue, queue_stats, want_timestamps
-from hosts.config import ConfigError, check, to_dict
 from switch_agent.config import AgentConfig, AgentGroupConfig
 from switch_agent.control import (MAX_DATAGRAM_BYTES, SYMPHONY_KEYS, CommandError, address,
                                   parse_command)
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
 from switch_agent.symphony import WindowRecord
-from hosts import sched
-from hosts.netns import Namespace
-from hosts.telemetry import Telemetry
+from runtime import sched
+from runtime.codec import ConfigError, check, to_dict
+from runtime.netns import Namespace
+from runtime.telemetry import Telemetry
 
-TIMER_SLACK_S = 1e-6          # sleeps end on time (hosts.sched)
+TIMER_SLACK_S = 1e-6          # sleeps end on time (runtime.sched)
 FLUSH_S = 0.5                 # telemetry reaches the file at least this often
 MAX_LOGGED_CHARS = 200        # of a rejected datagram, in its telemetry record
 

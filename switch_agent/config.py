@@ -1,5 +1,5 @@
 """The switch agent's configuration: what the run plan (``emulator.plan``) gives each agent
-and the agent reads back, through the one codec of ``hosts.config``. Emulated units.
+and the agent reads back, through the one codec of ``runtime.codec``. Emulated units.
 
 The parameters' range checks live here, once: the agent's control commands, the Symphony
 tracker's live reconfiguration and the spec layer (which names the spec key) all build
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hosts.config import Codec, check, check_group, check_netns_pid, finite
-from hosts.scale import DEFAULT as DEFAULT_SCALE, Scale
+from runtime.codec import Codec, check, check_group, check_netns_pid, finite
+from runtime.scale import DEFAULT as DEFAULT_SCALE, Scale
 from switch_agent.schemes import SCHEMES
 
 TRACKING = ("job", "ring")
@@ -133,7 +133,7 @@ class AgentGroupConfig(Codec):
     """The switches one agent process serves (docs/architecture.md §5.1), written by
     ``topologies.fabric`` as ``<first switch>.agents.json``."""
     members: tuple[AgentMember, ...]
-    cpu: int | None = None             # run on this CPU only (hosts.sched); None: anywhere
+    cpu: int | None = None             # run on this CPU only (runtime.sched); None: anywhere
 
     def __post_init__(self):
         check_group(self.members, self.cpu, "switch")

@@ -28,7 +28,7 @@ import os
 import socket
 import threading
 
-from hosts import netns
+from runtime import netns
 from switch_agent.config import RedParams
 
 MAX_DATAGRAM_BYTES = 65536
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m switch_agent.control NAME JSON [--timeout S]``: send one command from
     this namespace and print the reply (one JSON line); exit 1 with a one-line reason if
     no agent answers. How a switch on a server reached over ssh is controlled: the command
-    runs in the switch's own shell there (``topologies.remote``)."""
+    runs in the switch's own shell there (``cluster.remote``)."""
     import argparse
     import sys
     ap = argparse.ArgumentParser(prog="python -m switch_agent.control",

@@ -4,7 +4,7 @@ Per packet, in order (docs/architecture.md §5):
 
 1. Find the egress port from the kernel's routing decision (NFQUEUE's ``outdev``).
    A packet leaving by a port the agent does not model passes untouched.
-2. Parse it as RoCEv2 (``hosts.wire``). Anything else (background TCP/UDP, ICMP,
+2. Parse it as RoCEv2 (``runtime.wire``). Anything else (background TCP/UDP, ICMP,
    ACKs, CNPs, malformed) passes untouched but still occupies the port's queue model;
    so does RoCE data of no job (a P_Key not ``0x8000 | job``: 0, 0xFFFF, no
    full-member bit), counted as foreign and never given Symphony state.
@@ -29,7 +29,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from hosts import wire
+from runtime import wire
 from switch_agent.config import RedParams
 from switch_agent.queue_model import L2_HEADER_BYTES, EgressQueue, red_probability
 from switch_agent.schemes import SCHEMES, SwitchScheme

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hosts import wire
+from runtime import wire
 
 
 class SwitchScheme:

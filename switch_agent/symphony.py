@@ -112,7 +112,7 @@ class SymphonyTracker:
                 st.window = window
 
         # Step 2: traffic statistics, against step_min before this packet's update.
-        # d = step - step_min in 16-bit serial arithmetic (hosts.wire.step_diff, inlined:
+        # d = step - step_min in 16-bit serial arithmetic (runtime.wire.step_diff, inlined:
         # this runs for every packet).
         st.cnt_total += 1
         d = ((step - st.step_min + 0x8000) & STEP_MASK) - 0x8000

@@ -15,8 +15,8 @@ import socket
 
 import pytest
 
-from hosts import wire
-from hosts.config import to_dict
+from runtime import wire
+from runtime.codec import to_dict
 from switch_agent.agent import Agent
 from switch_agent.config import (MAX_RATE_BPS, MIN_RATE_BPS, MIN_T_WIN_S, AgentConfig,
                                  PortParams, RedParams, SymphonyParams)

@@ -25,13 +25,13 @@ from switch_agent import control
 from tests.conftest import _root_veths
 from tests.fabric_util import ENV, REPO_ROOT, run_streams, wait_until
 from tests.test_agent_control import N_FUZZ, hostile_datagrams
-from topologies import fabric
+from topologies import wiring
 from topologies.dumbbell import DumbbellTopo
 
 pytestmark = pytest.mark.emulation
 
-H = [fabric.host_ip(0, i) for i in range(2)]
-RATE = fabric.DEFAULT_RATE_BPS
+H = [wiring.host_ip(0, i) for i in range(2)]
+RATE = wiring.DEFAULT_RATE_BPS
 
 # Run as root inside a namespace: try the agent's abstract socket and the old socket
 # file; list the Unix sockets this namespace can see.

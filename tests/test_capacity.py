@@ -167,7 +167,7 @@ def test_real_servers_are_judged_by_their_own_cores_memory_and_underlay():
     limit the fabric; each server's do (read over ssh), and the links cut between servers
     must fit each server's underlay at their emulated rates, VXLAN included."""
     from emulator.launch import capacity
-    from topologies.servers import ServerFacts
+    from cluster.servers import ServerFacts
     spec = load(TABLE1, ["topology.pods=2", "topology.leaves=2", "topology.spines=2",
                           "topology.hosts_per_leaf=4", "topology.cores=2",
                          'topology.servers=["root@10.0.0.2", "root@10.0.0.3"]', *TWO_EACH])

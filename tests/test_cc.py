@@ -13,7 +13,7 @@ from hosts.cc import (ALGORITHMS, Algorithm, CcConfig, CongestionControl, DcqcnM
                       DcqcnParams, LineRate, LineRateParams)
 from hosts.config import TransportParams
 from hosts.nic import Nic
-from hosts.scale import Scale
+from runtime.scale import Scale
 
 D1000 = Scale(1000)
 TRANSPORT = TransportParams(rto_s=1.0, nak_timeout_s=0.2)

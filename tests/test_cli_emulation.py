@@ -15,7 +15,7 @@ from emulator.cli.live import LiveSession, SymphonyCLI
 from emulator.spec import load
 from tests.conftest import _root_veths
 from tests.test_live_commands import README_EXAMPLES, SPEC_TEXT as SPEC, readme_mininet_examples
-from topologies import fabric
+from topologies import wiring
 
 pytestmark = pytest.mark.emulation
 
@@ -59,7 +59,7 @@ def test_cli_commands_do_what_their_help_says(tmp_path):
     path.write_text(SPEC)
     veths = _root_veths()
     spec = load(str(path))
-    toward = fabric.port_toward("leaf0", "spine0", spec.topology.per_leaf)
+    toward = wiring.port_toward("leaf0", "spine0", spec.topology.per_leaf)
     with LiveSession(spec, "symphony", 1, str(tmp_path / "out")) as s:
         assert htb_rate(s, "leaf0", toward) == "5Mbit"
         out = run_script(s, tmp_path, [
@@ -111,7 +111,7 @@ def test_cli_commands_do_what_their_help_says(tmp_path):
         assert out.count("4 switches: ") == 3 and '"k": 0.01' in out     # on, off, set
         assert re.search(r"started job\(s\) \[1\] -> .*run2", out) and "all jobs ended" in out
         assert "plot: " in out
-        spine1 = fabric.port_toward("leaf0", "spine1", spec.topology.per_leaf)
+        spine1 = wiring.port_toward("leaf0", "spine1", spec.topology.per_leaf)
         for what in (f"applied: leaf0:{toward}", f"{5 / 1.3:g} Mbit/s",   # 5 Mbit/s / 1.3
                      f"applied: leaf0:{spine1} down", "applied: spine0 drops 1.00% of RoCE",
                      "applied: background h0->h5 1 Mbit/s"):                # 2 Gb/s / 2000
@@ -156,7 +156,7 @@ def test_the_topology_script_runs_as_mininet_users_run_scripts(tmp_path):
     # agents, the CLI; `exit` removes everything
     import shutil
     import subprocess
-    from topologies.fabric import REPO_ROOT
+    from topologies.wiring import REPO_ROOT
     python = shutil.which("python3", path="/usr/bin:/bin") or "python3"
     script = tmp_path / "cmds.txt"
     script.write_text("nodes\nexit\n")

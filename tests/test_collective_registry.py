@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from hosts.collectives import (ALGORITHMS, Collective, HalvingDoublingAllReduce, Schedule,
-                               Step, build_schedule_for, bus_factor, collective, grid_of,
-                               n_steps, simulate)
+                               Step, collective, grid_of, simulate)
 from hosts.collectives.base import Piece
 from hosts.collectives.expected import Expected, expected_result
 from tests.test_collectives import assert_steps_consistent, elementwise_sum, random_inputs
@@ -60,8 +59,7 @@ def test_entry_schedule_is_a_schedule_of_n_steps_numbered_from_zero(algorithm):
         assert all(isinstance(st, Step) and st.op in ("reduce", "copy") for st in sch.steps)
         assert [st.step for st in sch.steps] == list(range(coll.n_steps(group)))
         assert all(r in ring for ring in sch.rings)
-        assert coll(group, r, 4 * 48) == sch                 # the legacy builder call
-        assert build_schedule_for(algorithm, group, r, 4 * 48) == sch
+        assert collective(algorithm).schedule(group, r, 4 * 48) == sch
 
 
 @pytest.mark.parametrize("algorithm", list(ALGORITHMS))
@@ -84,7 +82,7 @@ def test_entry_bus_factor_follows_nccl_tests(algorithm):
     reduces_all = algorithm.endswith("allreduce")
     for n in (2, 4, 6, 16):
         assert coll.bus_factor(n) == pytest.approx((2 if reduces_all else 1) * (n - 1) / n)
-        assert bus_factor(algorithm, n) == coll.bus_factor(n)
+        assert collective(algorithm).bus_factor(n) == coll.bus_factor(n)
 
 
 @pytest.mark.parametrize("algorithm", list(ALGORITHMS))
@@ -116,19 +114,16 @@ def test_entry_result_pieces_lie_in_the_buffer_and_name_members(algorithm):
             assert set(p.sources) <= set(members_of(group))
 
 
-def test_n_steps_of_the_legacy_call_uses_the_registry():
-    assert n_steps(HD, 8) == 6 == ALGORITHMS[HD].n_steps(tuple(range(8)))
-    assert n_steps("ring2d_allreduce", 4, 3) == ALGORITHMS["ring2d_allreduce"].n_steps(
-        grid_of(4, 3)) == 2 * 2 + 2 * 3
+def test_n_steps_of_a_ring_and_of_a_grid():
+    assert ALGORITHMS[HD].n_steps(tuple(range(8))) == 6
+    assert ALGORITHMS["ring2d_allreduce"].n_steps(grid_of(4, 3)) == 2 * 2 + 2 * 3
 
 
 def test_unknown_algorithm_is_refused_naming_every_allowed_one():
-    for call in (lambda: collective("tree"), lambda: bus_factor("tree", 4),
-                 lambda: n_steps("tree", 4)):
-        with pytest.raises(ValueError) as e:
-            call()
-        assert "'tree'" in str(e.value)
-        assert all(name in str(e.value) for name in ALGORITHMS)
+    with pytest.raises(ValueError) as e:
+        collective("tree")
+    assert "'tree'" in str(e.value)
+    assert all(name in str(e.value) for name in ALGORITHMS)
 
 
 def test_grid_of_fills_row_by_row():
@@ -164,7 +159,7 @@ def test_halving_doubling_has_2_log2_n_steps_reduce_then_copy(n):
     coll = ALGORITHMS[HD]
     levels = n.bit_length() - 1
     group = tuple(range(n))
-    assert coll.n_steps(group) == 2 * levels == n_steps(HD, n)
+    assert coll.n_steps(group) == 2 * levels
     for r in group:
         sch = coll.schedule(group, r, 4 * n)
         assert [st.step for st in sch.steps] == list(range(2 * levels))
@@ -263,7 +258,7 @@ def test_halving_doubling_check_rejects_fewer_than_two_or_non_integers(bad):
 def test_halving_doubling_bus_factor_is_the_all_reduce_one():
     for n in POWERS:
         assert ALGORITHMS[HD].bus_factor(n) == ALGORITHMS["ring_allreduce"].bus_factor(n)
-    assert bus_factor(HD, 8) == pytest.approx(1.75)
+    assert ALGORITHMS[HD].bus_factor(8) == pytest.approx(1.75)
 
 
 def test_halving_doubling_is_an_entry_of_its_class():

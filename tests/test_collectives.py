@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from hosts.collectives import (ALGORITHMS, Schedule, Step, build_schedule_for, bus_factor,
-                               chunk_ranges, n_steps, ring2d_all_reduce, ring_all_gather,
-                               ring_all_reduce, ring_reduce_scatter, simulate)
+from hosts.collectives import (ALGORITHMS, Schedule, Step, chunk_ranges, collective, grid_of,
+                               ring2d_all_reduce, ring_all_gather, ring_all_reduce,
+                               ring_reduce_scatter, simulate)
 
 RING_SIZES = (2, 3, 4, 5, 8)
 GRIDS = ((2, 2), (4, 2), (2, 4), (8, 4))          # (rows, columns)
@@ -269,7 +269,7 @@ def test_ring2d_2x4_rank_uses_row_ring_along_row_and_column_ring_down_column():
 @pytest.mark.parametrize("n", RING_SIZES)
 def test_all_reduce_has_2n_minus_2_steps_numbered_from_zero(n):
     sch = ring_all_reduce(list(range(n)), 0, 4 * n)
-    assert len(sch.steps) == 2 * (n - 1) == n_steps("ring_allreduce", n)
+    assert len(sch.steps) == 2 * (n - 1) == ALGORITHMS["ring_allreduce"].n_steps(tuple(range(n)))
     assert [st.step for st in sch.steps] == list(range(2 * (n - 1)))
     assert [st.op for st in sch.steps] == ["reduce"] * (n - 1) + ["copy"] * (n - 1)
 
@@ -281,7 +281,7 @@ def test_all_reduce_has_2n_minus_2_steps_numbered_from_zero(n):
 ])
 def test_reduce_scatter_and_all_gather_have_n_minus_1_steps(n, algorithm, builder, op):
     sch = builder(list(range(n)), n - 1, 4 * n)
-    assert len(sch.steps) == n - 1 == n_steps(algorithm, n)
+    assert len(sch.steps) == n - 1 == ALGORITHMS[algorithm].n_steps(tuple(range(n)))
     assert [st.step for st in sch.steps] == list(range(n - 1))
     assert {st.op for st in sch.steps} == {op}
 
@@ -292,7 +292,7 @@ def test_ring2d_has_2x_minus_2_plus_2y_minus_2_steps(rows, cols):
     sch = ring2d_all_reduce(grid, 0, 4 * rows * cols)
     expected = 2 * (cols - 1) + 2 * (rows - 1)
     assert len(sch.steps) == expected
-    assert n_steps("ring2d_allreduce", rows, cols) == expected
+    assert ALGORITHMS["ring2d_allreduce"].n_steps(grid_of(rows, cols)) == expected
     assert [st.step for st in sch.steps] == list(range(expected))
     # phases: row RS, column RS, column AG, row AG
     assert [st.ring for st in sch.steps] == \
@@ -302,11 +302,11 @@ def test_ring2d_has_2x_minus_2_plus_2y_minus_2_steps(rows, cols):
 
 
 def test_n_steps_examples():
-    assert n_steps("ring_allreduce", 4) == 6
-    assert n_steps("ring_allreduce", 32) == 62
-    assert n_steps("ring_reducescatter", 8) == 7
-    assert n_steps("ring_allgather", 2) == 1
-    assert n_steps("ring2d_allreduce", 8, 4) == 20
+    assert ALGORITHMS["ring_allreduce"].n_steps(tuple(range(4))) == 6
+    assert ALGORITHMS["ring_allreduce"].n_steps(tuple(range(32))) == 62
+    assert ALGORITHMS["ring_reducescatter"].n_steps(tuple(range(8))) == 7
+    assert ALGORITHMS["ring_allgather"].n_steps(tuple(range(2))) == 1
+    assert ALGORITHMS["ring2d_allreduce"].n_steps(grid_of(8, 4)) == 20
 
 
 # --- consistency across ranks ----------------------------------------------------------
@@ -446,7 +446,7 @@ def test_simulate_reports_deadlock_when_a_peer_is_missing():
         simulate(schedules, {0: [1] * 8})
 
 
-# --- bus factor and build_schedule_for --------------------------------------------------
+# --- bus factor and the registry's schedules ---------------------------------------------
 
 @pytest.mark.parametrize("algorithm,n,expected", [
     ("ring_allreduce", 2, 1.0),
@@ -459,24 +459,25 @@ def test_simulate_reports_deadlock_when_a_peer_is_missing():
     ("ring_allgather", 5, 0.8),
 ])
 def test_bus_factor_follows_nccl_tests(algorithm, n, expected):
-    assert bus_factor(algorithm, n) == pytest.approx(expected)
+    assert ALGORITHMS[algorithm].bus_factor(n) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("algorithm", sorted(a for a, c in ALGORITHMS.items() if not c.needs_grid))
-def test_build_schedule_for_1d_algorithms_matches_the_builder(algorithm):
+def test_schedule_of_1d_algorithms_takes_the_ring_as_a_tuple_or_a_list(algorithm):
     ring = (3, 1, 2, 0)
-    assert build_schedule_for(algorithm, ring, 2, 32) == ALGORITHMS[algorithm](list(ring), 2, 32)
+    assert ALGORITHMS[algorithm].schedule(ring, 2, 32) == \
+        ALGORITHMS[algorithm].schedule(list(ring), 2, 32)
 
 
-def test_build_schedule_for_ring2d_takes_a_grid_of_tuples():
+def test_ring2d_schedule_takes_a_grid_of_tuples():
     grid = ((0, 1), (2, 3))
-    assert build_schedule_for("ring2d_allreduce", grid, 3, 16) == \
+    assert ALGORITHMS["ring2d_allreduce"].schedule(grid, 3, 16) == \
         ring2d_all_reduce([[0, 1], [2, 3]], 3, 16)
 
 
-def test_build_schedule_for_rejects_unknown_algorithm_naming_it_and_the_allowed_ones():
+def test_collective_rejects_unknown_algorithm_naming_it_and_the_allowed_ones():
     with pytest.raises(ValueError) as e:
-        build_schedule_for("ring_alltoall", [0, 1, 2], 0, 12)
+        collective("ring_alltoall")
     msg = str(e.value)
     assert "'ring_alltoall'" in msg
     for name in ("ring_allreduce", "ring_reducescatter", "ring_allgather", "ring2d_allreduce"):
@@ -488,4 +489,4 @@ def test_ring2d_rejects_a_non_rectangular_grid(grid):
     with pytest.raises(ValueError, match="rectangular grid"):
         ring2d_all_reduce(grid, 0, 64)
     with pytest.raises(ValueError, match="rectangular grid"):
-        build_schedule_for("ring2d_allreduce", grid, 0, 64)
+        ALGORITHMS["ring2d_allreduce"].schedule(grid, 0, 64)

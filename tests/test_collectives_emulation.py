@@ -15,7 +15,7 @@ from emulator.launch import runner
 from emulator.rundir import RunFolder
 from emulator.spec import load
 from tests.conftest import _root_veths
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 pytestmark = pytest.mark.emulation
 

@@ -14,7 +14,7 @@ import pytest
 
 from hosts.cc.base import NotificationPoint
 from hosts.cc.dcqcn import DcqcnMlx, DcqcnPaper, DcqcnParams
-from hosts.scale import Scale
+from runtime.scale import Scale
 
 # --- paper variant -------------------------------------------------------------------
 

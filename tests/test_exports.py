@@ -149,7 +149,7 @@ def test_pages_say_what_the_console_says_and_each_run_page_names_its_spec_and_co
     import csv
     import json
     from emulator.cli import main as cli_main
-    from topologies.fabric import REPO_ROOT
+    from topologies.wiring import REPO_ROOT
     rc = cli_main(["run", os.path.join(REPO_ROOT, "runs", "fig5.toml"), "--backend", "sim",
                    "--seeds", "2", "--jobs", "1", "--out", str(tmp_path), "--set",
                    "jobs.0.chunk_bytes=65536"])
@@ -183,7 +183,7 @@ def test_the_kernels_queue_samples_are_a_table_beside_the_models(tmp_path):
     import json
     from emulator.sim.run import run_sim
     from emulator.spec import load
-    from topologies.fabric import REPO_ROOT
+    from topologies.wiring import REPO_ROOT
     rundir = tmp_path / "baseline-seed1"
     run_sim(load(os.path.join(REPO_ROOT, "runs", "fig5.toml"), ["jobs.0.chunk_bytes=16384"]),
             "baseline", 1, str(rundir))

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from emulator.analysis import export
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 pytestmark = pytest.mark.emulation
 

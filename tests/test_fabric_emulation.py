@@ -9,17 +9,17 @@ import time
 import pytest
 
 from emulator.launch.fabric import Fabric
-from hosts.telemetry import read_records
+from runtime.telemetry import read_records
 from tests.conftest import _root_veths
 from tests.fabric_util import ENV, REPO_ROOT, finish, run_streams, start_receiver
-from topologies import fabric
+from topologies import wiring
 from topologies.dumbbell import DumbbellTopo
 from topologies.leafspine import LeafSpineTopo
 
 pytestmark = pytest.mark.emulation
 
-RATE = fabric.DEFAULT_RATE_BPS               # 10 Mbit/s: the paper's 10 Gbps at D = 1000
-SLOW_PORT = fabric.leaf_port_to_host(0, 1)   # dumbbell: the switch port towards h1
+RATE = wiring.DEFAULT_RATE_BPS               # 10 Mbit/s: the paper's 10 Gbps at D = 1000
+SLOW_PORT = wiring.leaf_port_to_host(0, 1)   # dumbbell: the switch port towards h1
 RED_DEFAULT = {"cmd": "red", "enabled": True, "kmin_bytes": 50_000, "kmax_bytes": 100_000,
                "pmax": 0.2}
 
@@ -64,7 +64,7 @@ def _send(src_ip, dst_ip, packets, rate, **kw):
     return args
 
 
-H = [fabric.host_ip(0, i) for i in range(3)]
+H = [wiring.host_ip(0, i) for i in range(3)]
 
 
 def test_stream_above_bottleneck_rate_gets_red_marks(dumbbell):
@@ -136,7 +136,7 @@ print(json.dumps(got), flush=True)
 
 _PROBE_SENDER = r"""
 import socket, sys
-from hosts import wire
+from runtime import wire
 src, dst = sys.argv[1], sys.argv[2]
 data = wire.build_data(1, 0, 0, 5, wire.OP_SEND_MIDDLE, b"x" * 64)
 ack = wire.build_ack(wire.pkey_of(1), wire.dest_qp(0, 0), 5)
@@ -278,9 +278,9 @@ def _spine_roce_pkts(fab):
 def test_ecmp_spreads_flows_over_all_spines(leafspine):
     fab = leafspine
     before = _spine_roce_pkts(fab)
-    dst = fabric.host_ip(1, 0)
+    dst = wiring.host_ip(1, 0)
     [rx], _ = run_streams([(fab["h4"], dst)],
-                          [(fab["h0"], _send(fabric.host_ip(0, 0), dst, 2, 0.5 * RATE,
+                          [(fab["h0"], _send(wiring.host_ip(0, 0), dst, 2, 0.5 * RATE,
                                              flows=48, payload=512))])
     assert sum(st["pkts"] for st in rx["steps"].values()) == 96
     after = _spine_roce_pkts(fab)
@@ -295,10 +295,10 @@ def test_static_routing_puts_ring_r_on_spine_r(tmp_path, no_leftovers):
     no_leftovers.append(fab)
     with fab:
         for i in (0, 1):
-            src, dst = fabric.host_ip(0, i), fabric.host_ip(1, i)
+            src, dst = wiring.host_ip(0, i), wiring.host_ip(1, i)
             before = _spine_roce_pkts(fab)
-            run_streams([(fab[fabric.host_name(1, i, 2)], dst)],
-                        [(fab[fabric.host_name(0, i, 2)],
+            run_streams([(fab[wiring.host_name(1, i, 2)], dst)],
+                        [(fab[wiring.host_name(0, i, 2)],
                           _send(src, dst, 2, 0.5 * RATE, flows=16, payload=512))])
             after = _spine_roce_pkts(fab)
             assert {s: after[s] - before[s] for s in after} == \

@@ -168,7 +168,7 @@ def test_a_short_step_may_beat_the_bound_by_one_burst_but_no_more():
     from emulator.analysis.verdict import fastest_cct_s
     from emulator.plan.layout import layout, theoretical_cct_s
     from emulator.spec import JobSpec, TopologySpec
-    from topologies.fabric import L2_BURST_BYTES
+    from topologies.wiring import L2_BURST_BYTES
     topo = TopologySpec(kind="dumbbell", hosts=2)
     lay = layout(JobSpec(hosts=("all",), rings="single", size_bytes=65536), topo, lambda s: s)
     rate = 5e6
@@ -271,7 +271,7 @@ def test_an_underlay_busier_than_80_percent_of_its_capacity_is_named_by_server()
 
 
 def test_a_server_is_given_as_user_at_host_port_and_reached_as_ssh_would():
-    from topologies.ssh import check_target, destination
+    from cluster.ssh import check_target, destination
     assert destination("root@10.0.0.2") == "root@10.0.0.2"
     assert destination("root@10.0.0.2:2222") == "ssh://root@10.0.0.2:2222"
     assert destination("gpu-7") == "gpu-7" and destination("gpu-7:22") == "ssh://gpu-7:22"

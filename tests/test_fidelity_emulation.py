@@ -8,7 +8,7 @@ import pytest
 from emulator.analysis import report
 from emulator.launch import runner
 from emulator.spec import load
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 pytestmark = pytest.mark.emulation
 

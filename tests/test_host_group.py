@@ -14,7 +14,7 @@ from emulator.launch.launcher import default_processes, split
 from hosts import group
 from hosts.cc import CcConfig
 from hosts.config import GroupConfig, HostConfig, MemberConfig, MessageConfig, TransportParams
-from hosts.scale import Scale
+from runtime.scale import Scale
 
 SCALE = Scale(1000)                    # 10 Gb/s at D = 1000: 10 Mb/s per host
 CC = CcConfig.default("none", 10e9, SCALE)

@@ -7,7 +7,7 @@ The window is widened here by an at-fork hook that sleeps 2 ms."""
 import subprocess
 import sys
 
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 SCRIPT = r"""
 import os, random, signal, subprocess, sys, threading, time

@@ -28,7 +28,7 @@ from typing import Callable
 
 import pytest
 
-from hosts import wire
+from runtime import wire
 from switch_agent.config import RedParams, SymphonyParams
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import L2_HEADER_BYTES, EgressQueue

@@ -17,16 +17,16 @@ import os
 import pytest
 
 from emulator.launch.fabric import Fabric
-from hosts import wire
-from hosts.telemetry import read_records
+from runtime import wire
+from runtime.telemetry import read_records
 from tests.fabric_util import run_streams
-from topologies import fabric
+from topologies import wiring
 from topologies.dumbbell import DumbbellTopo
 
 pytestmark = pytest.mark.emulation
 
-PORT = fabric.leaf_port_to_host(0, 1)          # leaf0 towards h1
-PORT_RATE_BPS = fabric.DEFAULT_RATE_BPS / 2    # 5 Mbit/s
+PORT = wiring.leaf_port_to_host(0, 1)          # leaf0 towards h1
+PORT_RATE_BPS = wiring.DEFAULT_RATE_BPS / 2    # 5 Mbit/s
 KMIN_BYTES, KMAX_BYTES, PMAX = 20_000, 220_000, 0.5
 PAYLOAD_BYTES = 1024
 IP_BYTES = wire.OVERHEAD_BYTES + PAYLOAD_BYTES
@@ -77,7 +77,7 @@ def test_a_queue_climbing_through_the_red_band_is_marked_at_reds_rate(tmp_path, 
     rundir = str(tmp_path)
     fab = Fabric(DumbbellTopo(2, rundir=rundir, port_rates={"leaf0": {PORT: PORT_RATE_BPS}}))
     no_leftovers.append(fab)
-    h0, h1 = fabric.host_ip(0, 0), fabric.host_ip(0, 1)
+    h0, h1 = wiring.host_ip(0, 0), wiring.host_ip(0, 1)
     rate_bps = OVERLOAD * PORT_RATE_BPS
     packets = int(SEND_S * rate_bps / 8 / IP_BYTES)
     with fab:

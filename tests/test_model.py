@@ -297,8 +297,8 @@ def test_ideal_priority_serves_the_lagging_step_first_where_pq_cannot():
                                  "pq": (3 * wb - wa) / R}, rel=1e-12)
 
 
-@pytest.mark.parametrize("granularity", ["per_job", "per_ring"])
-def test_ideal_priority_is_never_slower_than_baseline_on_random_ecmp_cases(granularity):
+@pytest.mark.parametrize("tracking", ["job", "ring"])
+def test_ideal_priority_is_never_slower_than_baseline_on_random_ecmp_cases(tracking):
     """Not a theorem (serving laggards first is a heuristic), checked on these cases and on
     300 more random fabrics, sizes, passes and stragglers during development; ``pq`` is
     not always faster (see test_pq_can_lose_to_baseline)."""
@@ -307,7 +307,7 @@ def test_ideal_priority_is_never_slower_than_baseline_on_random_ecmp_cases(granu
     for seed in range(8):
         base = job_end(simulate(fab, [lay], rng=seed, mtu_bytes=MTU))
         ideal = job_end(simulate(fab, [lay], rng=seed, mtu_bytes=MTU,
-                                 scheme="ideal-priority", granularity=granularity))
+                                 scheme="ideal-priority", tracking=tracking))
         assert ideal <= base * (1 + 1e-9)
 
 
@@ -339,6 +339,8 @@ def test_bad_inputs_are_refused():
         simulate(fab, [pair(("h0", "h7"))])
     with pytest.raises(ValueError):
         simulate(fab, [pair(after_job=9)])
+    with pytest.raises(ValueError, match="tracking must be one of job, ring, got 'per_job'"):
+        simulate(fab, [pair()], scheme="ideal-priority", tracking="per_job")
 
 
 def test_a_post_delay_starts_each_send_a_host_processing_time_after_its_cue():

@@ -5,7 +5,7 @@ import pytest
 
 from emulator.model.topology import dumbbell, from_topology, leaf_spine
 from emulator.spec import TopologySpec
-from topologies import fabric as wiring
+from topologies import wiring
 
 R = 8e6
 

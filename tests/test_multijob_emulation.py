@@ -8,7 +8,7 @@ from emulator.analysis import report
 from emulator.launch import runner
 from emulator.rundir import RunFolder
 from emulator.spec import load
-from hosts.telemetry import read_records
+from runtime.telemetry import read_records
 from tests.conftest import _root_veths
 
 pytestmark = pytest.mark.emulation

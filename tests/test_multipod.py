@@ -10,7 +10,7 @@ import pytest
 from emulator import plan as planning
 from emulator.spec import load, neighbors, switch_names
 from tests.toml_util import assert_spec_error, to_toml
-from topologies import fabric
+from topologies import wiring
 from topologies.leafspine import LeafSpineTopo
 
 SHAPES = [(2, 2, 2, 2, 2), (3, 2, 1, 2, 1), (2, 4, 4, 1, 4)]   # pods, leaves, spines, hpl, cores
@@ -28,7 +28,7 @@ def test_port_toward_matches_mininets_port_numbers(pods, leaves, spines, hpl, co
         for x, y, p in ((a, b, pa), (b, a, pb)):
             if x.startswith("h"):
                 continue
-            assert fabric.port_toward(x, y, hpl, leaves, spines) == f"{x}-eth{p}", (x, y)
+            assert wiring.port_toward(x, y, hpl, leaves, spines) == f"{x}-eth{p}", (x, y)
 
 
 def _owner_of(topo) -> dict:
@@ -58,8 +58,8 @@ def test_every_host_reaches_every_other_over_loop_free_paths(pods, leaves, spine
     hosts = [h for h in topo.hosts()]
     for src, dst in itertools.permutations(hosts, 2):
         dst_ip = topo.nodeInfo(dst)["ip"].split("/")[0]
-        dst_leaf = fabric.leaf_name(int(dst[1:]) // hpl)
-        src_leaf = fabric.leaf_name(int(src[1:]) // hpl)
+        dst_leaf = wiring.leaf_name(int(dst[1:]) // hpl)
+        src_leaf = wiring.leaf_name(int(src[1:]) // hpl)
         frontier, seen, paths = [src_leaf], set(), 0
         while frontier:                      # every ECMP branch
             node = frontier.pop()

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from hosts import wire
 from hosts.cc import CcConfig
 from hosts.config import TransportParams
 from hosts.nic import WIRE_EXTRA_BYTES, Nic
-from hosts.scale import Scale
+from runtime import wire
+from runtime.scale import Scale
 
 SCALE = Scale(500)                     # 10 Gb/s at D = 500: 20 Mb/s
 CC = CcConfig.default("none", 10e9, SCALE)

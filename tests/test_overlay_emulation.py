@@ -1,5 +1,5 @@
 """The multi-server prototype on one machine (root): a two-pod fabric placed on two
-stand-in servers, the links between them VXLAN over an underlay (topologies.overlay)."""
+stand-in servers, the links between them VXLAN over an underlay (cluster.overlay)."""
 
 import subprocess
 

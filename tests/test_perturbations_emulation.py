@@ -15,25 +15,32 @@ from emulator.launch.fabric import Fabric
 from emulator.spec import load
 from tests.conftest import _root_veths
 from tests.fabric_util import run_streams
-from topologies import fabric
+from topologies import wiring
 from topologies.dumbbell import DumbbellTopo
 
 pytestmark = pytest.mark.emulation
 
-RATE = fabric.DEFAULT_RATE_BPS
+RATE = wiring.DEFAULT_RATE_BPS
 
 
 def test_pq_serves_lagging_flows_first(tmp_path):
     """Scheme pq: two flows of one job into a port of half the link rate; the lagging
     step's packets go to the high-priority class and take the port, the outpacing step
-    waits (and, with no congestion control here, overflows)."""
-    slow = fabric.leaf_port_to_host(0, 2)
+    waits in the low class.
+
+    The port's buffer holds both flows (1 MB): the classes share it (a switch port's one
+    buffer, docs/architecture.md §5.4), so at the default 512 KB the waiting low class
+    filled it just as the lagging flow ended, and 0-6 of the lagging flow's last packets
+    met a full buffer, as many as the timing gave (the test failed once at 144 of 150);
+    that sharing is pinned without root in tests/test_switch_schemes.py."""
+    slow = wiring.leaf_port_to_host(0, 2)
     veths = _root_veths()
     agent = default_agent("leaf0")
     agent = replace(agent, scheme="pq", red=replace(agent.red, enabled=False))
     with Fabric(DumbbellTopo(3, rundir=str(tmp_path), qdisc="pq", agents={"leaf0": agent},
+                             buffer_bytes=1 << 20,
                              port_rates={"leaf0": {slow: RATE / 2}})) as fab:
-        h = [fabric.host_ip(0, i) for i in range(3)]
+        h = [wiring.host_ip(0, i) for i in range(3)]
         [rx], sent = run_streams(
             [(fab["h2"], h[2])],
             [(fab["h0"], ["--src", h[0], "--dst", h[2], "--packets", 150, "--rate-bps",
@@ -53,11 +60,11 @@ def test_pq_serves_lagging_flows_first(tmp_path):
           f"{nominal:.2f} s), 95 % of the outpacing one ({ahead['pkts']}/150) "
           f"{ahead['t_p95'] - lag['t_first']:.2f} s after the start; "
           f"the start; high class sent {classes['1:10']} packets, low class {classes['1:20']}")
-    assert stats["pq_high"] >= 145 and classes["1:10"] >= 145
-    assert classes["1:20"] >= 100
+    assert stats["model_drops"] == 0 and stats["pq_high"] >= 150 and classes["1:10"] >= 150
+    assert classes["1:20"] >= 150
     # Strict priority: the lagging flow runs at its own rate, as if alone on the port (a
     # FIFO would have halved it), and the outpacing flow finishes well after it.
-    assert lag["pkts"] >= 145 and lag_s < 1.15 * nominal
+    assert lag["pkts"] == 150 and ahead["pkts"] == 150 and lag_s < 1.15 * nominal
     assert ahead["t_p95"] > lag["t_p95"] + 0.5
 
 

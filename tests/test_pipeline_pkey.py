@@ -9,7 +9,7 @@ packet is marked.
 
 import pytest
 
-from hosts import wire
+from runtime import wire
 from switch_agent.config import RedParams, SymphonyParams
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue

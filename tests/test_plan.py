@@ -6,14 +6,15 @@ import os
 
 import pytest
 
-from emulator import perturbations as pt
+from emulator.perturbations.symphony_late_start import SymphonyOn
 from emulator.plan import compile
 from switch_agent.config import default_agent
 from emulator.spec import load
 from hosts.cc import DcqcnMlx, DcqcnPaper, LineRate
-from hosts.config import HostConfig, from_dict, to_dict
+from hosts.config import HostConfig
+from runtime.codec import from_dict, to_dict
 from switch_agent.config import AgentConfig
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")   # 10 Gb/s, 4x4x4
 AT_2000 = ["scale.dilation=2000"]   # the arithmetic below is at D = 2000 (the file says 1000)
@@ -98,7 +99,7 @@ def test_a_late_start_keeps_symphony_off_and_schedules_it_on():
     plan = compile(spec, "symphony", 1)
     assert {a.scheme for a in plan.agents.values()} == {"baseline"}
     (e,) = plan.perturbations
-    assert isinstance(e.what, pt.SymphonyOn) and e.t_s == pytest.approx(3e-3 * 2000)
+    assert isinstance(e.what, SymphonyOn) and e.t_s == pytest.approx(3e-3 * 2000)
     assert compile(spec, "baseline", 1).perturbations == ()
 
 
@@ -159,7 +160,7 @@ def test_compile_is_pure_and_repeatable():
 
 
 def test_each_seed_salts_the_source_ports_so_it_draws_new_ecmp_paths():
-    from hosts.flows import flow_sport
+    from runtime.wire import flow_sport
     spec = load(TABLE1, AT_2000)
     t1, t2 = (compile(spec, "baseline", s).hosts["h0"].transport for s in (1, 2))
     assert (t1.sport_seed, t2.sport_seed) == (1, 2)
@@ -173,7 +174,7 @@ def test_hpcc_rules_and_rmin_reach_every_host_rmin_dilated():
     """[dcqcn] min_rate_gbps (real scale), clamp_target_rate and first_cut_at_once reach
     every host's DCQCN, Rmin divided by D like every rate; the defaults change nothing."""
     from hosts.cc import CcConfig
-    from hosts.scale import Scale
+    from runtime.scale import Scale
     plain = compile(load(TABLE1, ["profile=zhu"] + AT_2000), "baseline", 1)   # the defaults
     assert plain.hosts["h0"].cc == CcConfig.default("dcqcn_paper", 10e9, Scale(2000))
     plan = compile(load(TABLE1, ["profile=zhu"] + AT_2000 + ["dcqcn.variant=mlx", "dcqcn.min_rate_gbps=1.0",

@@ -14,7 +14,7 @@ from emulator.launch.predict import predict_one, run_predict
 from emulator.model.from_plan import model_inputs
 from emulator.rundir import RunFolder
 from emulator.spec import load
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")
 AT_2000 = ["scale.dilation=2000"]   # the arithmetic below is at D = 2000 (the file says 1000)

@@ -17,7 +17,7 @@ from emulator.launch.fabric import Fabric, topology
 from emulator import plan as planning
 from emulator.rundir import RunFolder
 from emulator.spec import load
-from hosts.telemetry import read_records
+from runtime.telemetry import read_records
 from tests.conftest import _root_veths
 
 pytestmark = pytest.mark.emulation

@@ -10,7 +10,7 @@ import pytest
 from emulator import workloads
 from hosts.config import RankConfig
 from hosts.rank import RankProgram, link_after
-from hosts.scale import Scale
+from runtime.scale import Scale
 
 RATE_BPS = 8e6                   # 1 MB/s: a 4 KB chunk takes 4 ms
 IPS = {r: f"10.0.{r}.2" for r in range(4)}

@@ -1,4 +1,4 @@
-"""Real-server mode (``--servers user@host,...``, topologies.servers) over real ssh (root).
+"""Real-server mode (``--servers user@host,...``, cluster.servers) over real ssh (root).
 
 The servers are a lab that outlives each run, as real machines do: two stand-in servers
 (network namespaces on an underlay bridge, each running Debian's sshd on its underlay
@@ -18,9 +18,9 @@ import time
 import pytest
 
 from emulator.launch import ledger
-from topologies.fabric import REPO_ROOT
-from topologies.overlay import StandInServers
-from topologies.ssh import SSHD
+from topologies.wiring import REPO_ROOT
+from cluster.overlay import StandInServers
+from cluster.ssh import SSHD
 
 pytestmark = [pytest.mark.emulation,
               pytest.mark.skipif(not os.path.exists(SSHD),

@@ -10,7 +10,7 @@ import pytest
 
 from emulator.analysis import figures
 from emulator.launch import reproduce as rp
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 PAGE = os.path.join(REPO_ROOT, "docs", "results.md")
 PLOTS = os.path.join(REPO_ROOT, "docs", "results")

@@ -17,7 +17,7 @@ import pytest
 
 from emulator.launch import ledger
 from tests.conftest import _root_veths
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 pytestmark = pytest.mark.emulation
 

@@ -1,4 +1,4 @@
-"""topologies.servers without root or ssh: what the check of each real server concludes
+"""cluster.servers without root or ssh: what the check of each real server concludes
 from what the server said (the emulation test, tests/test_real_servers_emulation.py,
 checks the same against sshd servers)."""
 
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from topologies import fabric
-from topologies.servers import PreflightError, probe
+from topologies import wiring
+from cluster.servers import PreflightError, probe
 
 GOOD = ("address=10.0.0.{i}\nuid=0\ncpus=16\nmem=68719476736\ninterface=eth1\n"
         "speed=25000\npython=1\nproject=1\nmodules=1\n")
@@ -60,6 +60,6 @@ def test_an_underlay_that_cuts_jumbo_frames_is_refused_naming_both_ends():
     with pytest.raises(PreflightError) as e:
         probe(access, ["root@a", "root@b"])
     assert str(e.value) == (
-        f"server s0 (root@a): a 9050-byte frame (the fabric's {fabric.FABRIC_MTU}-byte MTU "
+        f"server s0 (root@a): a 9050-byte frame (the fabric's {wiring.FABRIC_MTU}-byte MTU "
         "plus VXLAN's 50) does not reach 10.0.0.3 from 10.0.0.2 (eth1) unfragmented: raise "
         "the underlay's MTU to at least that, on the interfaces and the switches between")

@@ -11,7 +11,7 @@ from emulator.analysis import report
 from emulator.cli import main as cli_main
 from emulator.sim.run import SimError, run_sim
 from emulator.spec import load
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")
 FIG5 = os.path.join(REPO_ROOT, "runs", "fig5.toml")

@@ -12,7 +12,7 @@ from emulator.cli import main as cli_main
 from emulator.sim import pool
 from emulator.sim.run import SimError
 from emulator.spec import load
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed "
                                                         "(pip install 'symphony-emu[dask]')")

@@ -14,11 +14,11 @@ from emulator.rundir import RunFolder
 from emulator.sim import network as simnet
 from emulator.sim import run as simrun
 from emulator.spec import load
-from hosts import wire
-from hosts.telemetry import read_records
+from runtime import wire
+from runtime.telemetry import read_records
 from switch_agent.queue_model import red_probability
 from switch_agent.symphony import SymphonyTracker
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 FIG9 = os.path.join(REPO_ROOT, "runs", "fig9.toml")      # h0, h1 -> h2 through leaf0
 FIG5 = os.path.join(REPO_ROOT, "runs", "fig5.toml")

@@ -20,11 +20,11 @@ except ModuleNotFoundError:          # Python 3.10
 
 from emulator import plan as planning
 from emulator.launch import sweep
-from hosts.config import to_dict
 from emulator.spec import (PERTURBATION_KEYS, PERTURBATIONS, MessageSpec, PerturbationSpec,
                            SpecError, load, neighbors, switch_names, variants)
+from runtime.codec import to_dict
 from tests.toml_util import assert_spec_error, to_toml
-from topologies import fabric
+from topologies import wiring
 
 MAIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNS = os.path.join(MAIN, "runs")
@@ -486,7 +486,7 @@ def test_perturbation_override_is_validated_like_the_file(tmp_path):
 
 # Bug: present-but-empty names skip validation (spec.py `if p.switch:` line 511,
 # `if p.toward:` line 514, `if v:` line 519). An empty switch/toward/src/dst is accepted
-# (and fails only at run time in fabric.port_toward / the fabric lookup), and an empty
+# (and fails only at run time in wiring.port_toward / the fabric lookup), and an empty
 # switch together with a toward crashes neighbors() (spec.py line 489, int('')) with a
 # bare ValueError that names neither the file nor the key.
 EMPTY_NAMES = [
@@ -913,7 +913,7 @@ def test_port_rates_in_a_dumbbell_use_the_host_count_as_hosts_per_leaf():
     ("spine1", "leaf3", 2, "spine1-eth4"),
 ])
 def test_port_toward_names_the_interface_on_the_link(switch, neighbor, hpl, intf):
-    assert fabric.port_toward(switch, neighbor, hpl) == intf
+    assert wiring.port_toward(switch, neighbor, hpl) == intf
 
 
 @pytest.mark.parametrize("switch,neighbor", [
@@ -926,20 +926,20 @@ def test_port_toward_names_the_interface_on_the_link(switch, neighbor, hpl, intf
 ])
 def test_port_toward_a_non_neighbour_is_a_value_error(switch, neighbor):
     with pytest.raises(ValueError, match=f"^{switch} has no link to {neighbor}$"):
-        fabric.port_toward(switch, neighbor, 4)
+        wiring.port_toward(switch, neighbor, 4)
 
 
 def test_port_helpers_number_hosts_first_then_spines():
-    assert fabric.leaf_port_to_host(2, 1) == "leaf2-eth2"
-    assert fabric.leaf_port_to_spine(1, 0, 4) == "leaf1-eth5"
-    assert fabric.leaf_port_to_spine(1, 3, 4) == "leaf1-eth8"
-    assert fabric.spine_port_to_leaf(0, 3) == "spine0-eth4"
+    assert wiring.leaf_port_to_host(2, 1) == "leaf2-eth2"
+    assert wiring.leaf_port_to_spine(1, 0, 4) == "leaf1-eth5"
+    assert wiring.leaf_port_to_spine(1, 3, 4) == "leaf1-eth8"
+    assert wiring.spine_port_to_leaf(0, 3) == "spine0-eth4"
 
 
 def test_every_spec_neighbour_has_a_distinct_port():
     topo = load(TABLE1, AT_2000).topology
     for sw in switch_names(topo):
-        ports = [fabric.port_toward(sw, n, topo.per_leaf) for n in neighbors(topo, sw)]
+        ports = [wiring.port_toward(sw, n, topo.per_leaf) for n in neighbors(topo, sw)]
         assert len(set(ports)) == len(ports) == (8 if sw.startswith("leaf") else 4), sw
 
 
@@ -950,16 +950,16 @@ def test_port_toward_matches_the_port_numbers_of_the_mininet_topology(leaves, sp
     from topologies.leafspine import LeafSpineTopo
     topo = LeafSpineTopo(leaves, spines, hpl, with_agent=False)
     for t in range(leaves):
-        leaf = fabric.leaf_name(t)
+        leaf = wiring.leaf_name(t)
         for i in range(hpl):
-            host = fabric.host_name(t, i, hpl)
+            host = wiring.host_name(t, i, hpl)
             _, leaf_port = topo.port(host, leaf)
-            assert fabric.port_toward(leaf, host, hpl) == f"{leaf}-eth{leaf_port}"
+            assert wiring.port_toward(leaf, host, hpl) == f"{leaf}-eth{leaf_port}"
         for s in range(spines):
-            spine = fabric.spine_name(s)
+            spine = wiring.spine_name(s)
             leaf_port, spine_port = topo.port(leaf, spine)
-            assert fabric.port_toward(leaf, spine, hpl) == f"{leaf}-eth{leaf_port}"
-            assert fabric.port_toward(spine, leaf, hpl) == f"{spine}-eth{spine_port}"
+            assert wiring.port_toward(leaf, spine, hpl) == f"{leaf}-eth{leaf_port}"
+            assert wiring.port_toward(spine, leaf, hpl) == f"{spine}-eth{spine_port}"
 
 
 def test_points_only_keeps_the_named_variants_in_spec_order():

@@ -1,14 +1,14 @@
 """Stand-in servers reached over real ssh (root): each stand-in server's namespace runs
 Debian's sshd on its underlay address, and the coordinator, in a namespace of its own on
-the underlay, reaches it only through that sshd with the run's key (topologies.ssh)."""
+the underlay, reaches it only through that sshd with the run's key (cluster.ssh)."""
 
 import os
 import subprocess
 
 import pytest
 
-from topologies.overlay import StandInServers
-from topologies.ssh import SSHD
+from cluster.overlay import StandInServers
+from cluster.ssh import SSHD
 from tests.conftest import _root_veths
 
 pytestmark = [pytest.mark.emulation,
@@ -232,7 +232,7 @@ def test_a_sigkilled_run_over_ssh_leaves_nothing_after_clean(tmp_path):
     import time
     from emulator.launch import ledger
     from tests.test_robust_run_emulation import left_behind, start, wait_for
-    from topologies.fabric import REPO_ROOT
+    from topologies.wiring import REPO_ROOT
     spec = tmp_path / "servers.toml"
     spec.write_text(
         'name = "killed-ssh"\n[scale]\ndilation = 2000\n'

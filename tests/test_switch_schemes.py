@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from hosts import wire
+from runtime import wire
 from switch_agent.config import RedParams, SymphonyParams
 from switch_agent.pipeline import PQ_HIGH_DSCP, Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue

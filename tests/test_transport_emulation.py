@@ -8,23 +8,24 @@ import time
 import numpy as np
 import pytest
 
-from emulator.launch.messages import Message, read_flows, run_messages
 from emulator.launch.fabric import Fabric
 from emulator.plan import transport_params
+from emulator.plan.messages import Message
 from emulator.spec import Spec
 from hosts.cc import CcConfig
-from hosts.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
-from hosts.telemetry import read_records
+from runtime.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
+from runtime.telemetry import read_records
 from tests.conftest import _root_veths
-from topologies import fabric
+from tests.fabric_util import read_flows, run_messages
+from topologies import wiring
 from topologies.dumbbell import DumbbellTopo
 
 pytestmark = pytest.mark.emulation
 
-RATE = fabric.DEFAULT_RATE_BPS
+RATE = wiring.DEFAULT_RATE_BPS
 CC = CcConfig.default("dcqcn_paper", PAPER_LINK_RATE_BPS, DEFAULT_SCALE)
 TRANSPORT = transport_params(Spec(name="transport", path=""), DEFAULT_SCALE)
-TO_H2 = fabric.leaf_port_to_host(0, 2)
+TO_H2 = wiring.leaf_port_to_host(0, 2)
 KMIN, KMAX = 50_000, 100_000
 
 

@@ -1,4 +1,4 @@
-"""Tests for hosts/wire.py: the RoCEv2 wire format (docs/architecture.md §2).
+"""Tests for runtime/wire.py: the RoCEv2 wire format (docs/architecture.md §2).
 
 The struct-based hot path is checked against scapy's own ``scapy.contrib.roce``
 layers, field for field and byte for byte, so a capture of our packets dissects as
@@ -13,7 +13,7 @@ from scapy.all import IP, IPv6, TCP, UDP, Raw, raw
 from scapy.layers.inet import IPOption_Router_Alert
 from scapy.contrib.roce import AETH, BTH, CNPPadding, cnp
 
-from hosts import wire
+from runtime import wire
 
 SRC, DST = "10.0.1.2", "10.0.2.3"
 SPORT = 49152

@@ -6,7 +6,7 @@ import pytest
 from emulator import workloads
 from emulator.plan.layout import collective_bytes, layout, theoretical_cct_s
 from emulator.spec import load
-from hosts.scale import Scale
+from runtime.scale import Scale
 from tests.toml_util import assert_spec_error, to_toml
 
 MB = 2**20

@@ -11,7 +11,7 @@ says what every node *is*:
   and the switch agent (``python -m switch_agent``) running on that queue.
 
 The address plan, routes and port shaping are ``topologies.wiring``'s (pure); this module
-applies them to Mininet nodes, and re-exports them for its importers.
+applies them to Mininet nodes. Import them from ``topologies.wiring``, not from here.
 """
 
 from __future__ import annotations
@@ -29,19 +29,12 @@ from dataclasses import replace
 
 from mininet.node import Host, Switch
 
-from hosts import sched
+from runtime import sched
 from switch_agent import control
 from switch_agent.config import (AgentConfig, AgentGroupConfig, AgentMember, PortParams,
                                  default_agent)
-from topologies.wiring import (  # noqa: F401  (the wiring, for this module's importers)
-    REPO_ROOT, FABRIC_MTU, L2_BURST_BYTES, DEFAULT_RATE_BPS, DEFAULT_BUFFER_BYTES,
-    ROUTING_MODES, MAX_LEAVES, MAX_SPINES, MAX_HOSTS_PER_LEAF, host_ip, host_gateway,
-    leaf_uplink_ip, spine_downlink_ip, spine_uplink_ip, core_downlink_ip, core_rate_bps,
-    host_name, leaf_name, spine_name, core_name, leaf_port_to_host, leaf_port_to_spine,
-    spine_port_to_leaf, spine_port_to_core, core_port_to_spine, port_toward, switch_names,
-    neighbors, check_shape, check_pods, leaf_routes, spine_routes, core_routes,
-    PORT_QDISCS, PQ_LEAF_RATE_BPS, shape_commands, rate_commands, interface_commands)
-
+from topologies.wiring import (DEFAULT_BUFFER_BYTES, DEFAULT_RATE_BPS, L2_BURST_BYTES,
+                                REPO_ROOT, interface_commands, rate_commands, shape_commands)
 
 
 _default_rundir: str | None = None
@@ -169,7 +162,7 @@ class OwnedNode:
 
     # Files of the run folder as the node's processes see them. Here they share this
     # machine's run folder; a node on a server reached over ssh has a folder of its own
-    # there (topologies.remote).
+    # there (cluster.remote).
     def there(self, path: str) -> str:
         """Where the node's processes read or write the run-folder file ``path``."""
         return path
@@ -352,7 +345,7 @@ def start_agents(switches: list[FabricSwitch], processes: int, timeout_s: float 
     namespace of its first, and wait until every agent answers on its control socket. A
     process runs a per-switch agent -- its own queue, pipeline, control socket and
     telemetry -- for each of its switches (docs/architecture.md §5.1). ``pin``: each process
-    on one CPU, round-robin, when there are at least as many as CPUs (``hosts.sched``)."""
+    on one CPU, round-robin, when there are at least as many as CPUs (``runtime.sched``)."""
     env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     k = max(1, min(processes, len(switches)))
     pin = pin and k >= len(sched.cpus())

@@ -32,7 +32,8 @@ if __package__ in (None, ""):   # loaded by `mn --custom` (no __file__): find th
 
 from mininet.topo import Topo  # noqa: E402
 
-from topologies import fabric, overlay, remote  # noqa: E402
+from cluster import overlay, remote  # noqa: E402
+from topologies import fabric, wiring  # noqa: E402
 
 
 class LeafSpineTopo(Topo):
@@ -41,8 +42,8 @@ class LeafSpineTopo(Topo):
     every one of ``cores`` core switches, at the rate that gives ``oversubscription``:1
     (paper Table 1's multi-pod fabric: 2 or 4 cores)."""
 
-    def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=fabric.DEFAULT_RATE_BPS,
-              buffer_bytes=fabric.DEFAULT_BUFFER_BYTES, routing="ecmp", agents=None,
+    def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=wiring.DEFAULT_RATE_BPS,
+              buffer_bytes=wiring.DEFAULT_BUFFER_BYTES, routing="ecmp", agents=None,
               rundir=None, with_agent=True, port_rates=None, qdisc="fifo", pods=1, cores=0,
               oversubscription=1.0, servers=1, agent_processes=0, pin_cpus=False,
               ssh=False):
@@ -51,20 +52,20 @@ class LeafSpineTopo(Topo):
         ``agents``; missing ones get ``topologies.fabric.default_agent``); ``qdisc``:
         every switch port's (``fifo`` | ``pq``, the scheme's);
         ``servers`` > 1: place whole pods on that many stand-in servers and carry the
-        links between them over VXLAN (``topologies.overlay``; the :class:`Fabric` starts
+        links between them over VXLAN (``cluster.overlay``; the :class:`Fabric` starts
         and removes the servers as ``self.overlay``); ``agent_processes`` > 0: the
         switches' agents run in that many processes, started by the :class:`Fabric` once
         every switch is up (``topologies.fabric.start_agents``, each on one CPU with
         ``pin_cpus``), instead of one per switch as each starts; ``ssh`` (with
         ``servers`` > 1): each stand-in server runs an sshd and every node is started and
-        configured through it, the agents run there (``topologies.remote``); ``servers``
-        as a :class:`topologies.overlay.ServerSet` (real servers,
-        ``topologies.servers.Servers``): whole pods on those, reached over ssh."""
-        fabric.check_shape(leaves, spines, hosts_per_leaf, routing)
+        configured through it, the agents run there (``cluster.remote``); ``servers``
+        as a :class:`cluster.overlay.ServerSet` (real servers,
+        ``cluster.servers.Servers``): whole pods on those, reached over ssh."""
+        wiring.check_shape(leaves, spines, hosts_per_leaf, routing)
         self.rundir = rundir             # the run's folder: its ledger (emulator.launch.ledger)
         self.agent_processes = agent_processes if with_agent else 0
         self.pin_cpus = pin_cpus
-        fabric.check_pods(pods, cores, leaves, spines, routing, oversubscription)
+        wiring.check_pods(pods, cores, leaves, spines, routing, oversubscription)
         given = servers if isinstance(servers, overlay.ServerSet) else None
         n = given.n if given else servers
         server_of = overlay.server_of_nodes(leaves, spines, hosts_per_leaf, pods, cores, n)
@@ -88,48 +89,48 @@ class LeafSpineTopo(Topo):
                            inNamespace=True,
                            qdisc=qdisc)
         port_rates = port_rates or {}
-        core_rate = fabric.core_rate_bps(rate_bps, leaves, cores, oversubscription) if cores \
+        core_rate = wiring.core_rate_bps(rate_bps, leaves, cores, oversubscription) if cores \
             else rate_bps
 
         def rates(name, extra=None):
             return {**(extra or {}), **port_rates.get(name, {})} or None
         for t in range(leaves * pods):
-            name = fabric.leaf_name(t)
-            self.addSwitch(name, routes=fabric.leaf_routes(t, leaves, spines, hosts_per_leaf,
+            name = wiring.leaf_name(t)
+            self.addSwitch(name, routes=wiring.leaf_routes(t, leaves, spines, hosts_per_leaf,
                                                            routing, pods),
                            port_rate_bps=rates(name), agent=agents.get(name), **switch_opts,
                            **where(name))
         for g in range(spines * pods):
-            name = fabric.spine_name(g)
-            uplinks = {fabric.spine_port_to_core(g, c, leaves): core_rate for c in range(cores)}
-            self.addSwitch(name, routes=fabric.spine_routes(g, leaves, spines, pods, cores),
+            name = wiring.spine_name(g)
+            uplinks = {wiring.spine_port_to_core(g, c, leaves): core_rate for c in range(cores)}
+            self.addSwitch(name, routes=wiring.spine_routes(g, leaves, spines, pods, cores),
                            port_rate_bps=rates(name, uplinks), agent=agents.get(name),
                            **switch_opts, **where(name))
         for c in range(cores):
-            name = fabric.core_name(c)
-            down = {fabric.core_port_to_spine(c, g): core_rate for g in range(spines * pods)}
-            self.addSwitch(name, routes=fabric.core_routes(c, leaves, spines, pods),
+            name = wiring.core_name(c)
+            down = {wiring.core_port_to_spine(c, g): core_rate for g in range(spines * pods)}
+            self.addSwitch(name, routes=wiring.core_routes(c, leaves, spines, pods),
                            port_rate_bps=rates(name, down), agent=agents.get(name),
                            **switch_opts, **where(name))
         for t in range(leaves * pods):
             for i in range(hosts_per_leaf):
-                name = fabric.host_name(t, i, hosts_per_leaf)
+                name = wiring.host_name(t, i, hosts_per_leaf)
                 h = self.addHost(name,
                                  cls=remote.RemoteFabricHost if self.ssh else fabric.FabricHost,
-                                 ip=fabric.host_ip(t, i) + "/24",
-                                 defaultRoute="via " + fabric.host_gateway(t, i),
+                                 ip=wiring.host_ip(t, i) + "/24",
+                                 defaultRoute="via " + wiring.host_gateway(t, i),
                                  rate_bps=rate_bps, buffer_bytes=buffer_bytes, **where(name))
-                link(h, fabric.leaf_name(t), params2={"ip": fabric.host_gateway(t, i) + "/24"})
+                link(h, wiring.leaf_name(t), params2={"ip": wiring.host_gateway(t, i) + "/24"})
             pod = t // leaves
             for g in range(pod * spines, (pod + 1) * spines):
-                link(fabric.leaf_name(t), fabric.spine_name(g),
-                     params1={"ip": fabric.leaf_uplink_ip(t, g) + "/24"},
-                     params2={"ip": fabric.spine_downlink_ip(t, g) + "/24"})
+                link(wiring.leaf_name(t), wiring.spine_name(g),
+                     params1={"ip": wiring.leaf_uplink_ip(t, g) + "/24"},
+                     params2={"ip": wiring.spine_downlink_ip(t, g) + "/24"})
         for g in range(spines * pods):
             for c in range(cores):
-                link(fabric.spine_name(g), fabric.core_name(c),
-                     params1={"ip": fabric.spine_uplink_ip(g, c) + "/24"},
-                     params2={"ip": fabric.core_downlink_ip(g, c) + "/24"})
+                link(wiring.spine_name(g), wiring.core_name(c),
+                     params1={"ip": wiring.spine_uplink_ip(g, c) + "/24"},
+                     params2={"ip": wiring.core_downlink_ip(g, c) + "/24"})
 
 
 def leafspine(leaves=4, spines=4, hosts_per_leaf=4, routing="ecmp"):

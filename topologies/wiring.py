@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import os
 
-from hosts.config import check, finite
-from hosts.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
+from runtime.codec import check, finite
+from runtime.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FABRIC_MTU = 9000

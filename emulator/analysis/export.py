@@ -42,7 +42,7 @@ from emulator import plan as planning
 from emulator.analysis.split import recorded_paths, recorded_ports
 from emulator.rundir import RunFolder
 from emulator.spec import SpecError, validate
-from hosts.scale import Scale
+from runtime.scale import Scale
 from topologies import wiring
 
 FLOW_COLUMNS = ("job", "ring", "pass", "step", "rank", "src", "dst", "path", "egress_ports",

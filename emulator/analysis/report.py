@@ -29,11 +29,12 @@ from emulator.analysis.stats import median_interval
 from emulator.analysis.evidence import (METRICS, evidence, evidence_text,  # noqa: F401
                                         noise_floor, primary_metric, print_evidence,
                                         print_noise)
+from emulator.perturbations import KINDS
 from emulator.plan.layout import JobLayout, collective_bytes, theoretical_cct_s
 from emulator.schemes import SCHEMES
 from emulator.rundir import RunFolder, run_folders
 from hosts.collectives.order import IN_ORDER, ON_ARRIVAL
-from hosts.scale import Scale
+from runtime.scale import Scale
 
 def analyze_run(rundir: str, twin: bool = True) -> dict:
     run = RunFolder(rundir)
@@ -115,7 +116,8 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
     # Strict priority (pq) may starve the low class past the RTO: a real timeout there
     scheme = SCHEMES.get(man["scheme"])                  # None: a model-only scheme
     lossy = (scheme is not None and scheme.may_starve) or any(
-        p.get("kind") in ("loss", "link_down") for p in man["spec"].get("perturbations", []))
+        getattr(KINDS.get(p.get("kind")), "loses_packets", False)
+        for p in man["spec"].get("perturbations", []))
     fid = verdict.fidelity(meas, rate, mtu, ratios, wrong, transport, lossy, floors,
                            verdict.server_of_hosts(man["spec"]))
     fid["perturbations"] = [e["what"] for e in meas.get("perturbations", [])]

@@ -32,7 +32,7 @@ from emulator.model.from_plan import model_inputs
 from emulator.plan.layout import collective_bytes, theoretical_cct_s, wire_bytes
 from emulator.rundir import RunFolder
 from emulator.spec import SpecError, validate
-from hosts import wire
+from runtime import wire
 from topologies import wiring
 
 # "No congestion in the model": its time within this of the lockstep bound. Not exactly

@@ -19,10 +19,10 @@ collective whose result was wrong (that one is an error, not just unfaithful).
 
 from __future__ import annotations
 
+from cluster import overlay
 from emulator.plan.layout import wire_bytes
 from emulator.rundir import RunFolder
 from emulator.spec import SpecError, validate
-from topologies import overlay
 from topologies.wiring import L2_BURST_BYTES
 
 CPU_BUSY_MAX = 0.90
@@ -77,7 +77,7 @@ def fastest_cct_s(lay, theo_s: float, rate_bps: float) -> float:
 
 
 def server_of_hosts(spec: dict) -> dict | None:
-    """host -> server of a fabric placed on several servers (topologies.overlay)."""
+    """host -> server of a fabric placed on several servers (cluster.overlay)."""
     servers = spec.get("topology", {}).get("servers", 1)
     if (len(servers) if isinstance(servers, list) else servers) <= 1:
         return None

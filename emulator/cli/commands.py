@@ -6,13 +6,14 @@ as ``--set`` reads them (``emulator.spec.parse_value``).
 
 from __future__ import annotations
 
-from emulator.spec import MAX_RUN_S, PERTURBATION_KEYS, SpecError, parse_value
-from hosts.config import finite
+from emulator.perturbations import KINDS
+from emulator.spec import MAX_RUN_S, SpecError, parse_value
+from runtime.codec import finite
 
-LIVE_PERTURBATIONS = ("imbalance", "link_down", "loss", "background")
 # A live perturbation applies at once and lasts until `unperturb`: the spec's times of
-# when it starts (and ends) have no meaning here.
-TIMING_KEYS = {"link_down": ("at_ms", "up_ms"), "background": ("start_ms",)}
+# when it starts (and ends), its kind's timing_keys, have no meaning here.
+LIVE_PERTURBATIONS = tuple(sorted((n for n, k in KINDS.items() if k.live),
+                                  key=lambda n: KINDS[n].live))
 
 
 class CommandError(ValueError):
@@ -101,22 +102,17 @@ def live_perturbation(kind: str, kv: dict) -> tuple[dict, bool]:
     if kind not in LIVE_PERTURBATIONS:
         raise CommandError(f"kind {kind!r}: live perturbations are "
                            f"{', '.join(LIVE_PERTURBATIONS)} (the others are set in the spec)")
-    timing = [k for k in TIMING_KEYS.get(kind, ()) if k in kv]
+    k = KINDS[kind]
+    timing = [key for key in k.timing_keys if key in kv]
     if timing:
         raise CommandError(f"{timing[0]}: a live perturbation applies now and lasts until "
                            "`unperturb`; times are for a spec's [[perturbations]]")
-    allowed = PERTURBATION_KEYS[kind] - set(TIMING_KEYS.get(kind, ()))
+    allowed = k.keys - set(k.timing_keys)
     unknown = sorted(set(kv) - allowed)
     if unknown:
         raise CommandError(f"{unknown[0]}: not a key of the {kind} perturbation; its keys: "
                            f"{', '.join(sorted(allowed))}")
-    entry = {"kind": kind, **kv}
-    if kind == "link_down":
-        entry["at_ms"] = 0.0
-    open_ended = kind == "background" and "duration_ms" not in kv
-    if open_ended:
-        entry["duration_ms"] = 1.0          # checked only: it runs until undone
-    return entry, open_ended
+    return k.live_entry(kv)
 
 
 def unperturb_all(words: list[str]) -> bool:

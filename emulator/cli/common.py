@@ -61,7 +61,7 @@ def fits(command: str, spec, scheme: str, seed: int, force: bool, label: str = "
     machine = None
     t = spec.topology
     if t.server_targets:                      # real servers: reach and check each first
-        from topologies import servers
+        from cluster import servers
         try:
             facts, new = servers.checked(t.server_targets, t.ssh_config, t.underlay)
         except (servers.PreflightError, ConnectionError, RuntimeError) as e:

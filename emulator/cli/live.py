@@ -37,11 +37,12 @@ from emulator.cli.commands import CommandError
 from emulator.cli.common import fits, load_spec
 from emulator.launch.fabric import Fabric, topology
 from emulator.launch.launcher import HostProcesses
-from emulator.perturbations import Engine
+from emulator.perturbations.background import BACKGROUND_PORT
+from emulator.perturbations.engine import Engine
 from emulator.rundir import RunFolder
 from emulator.spec import Spec, SpecError, passes_error, validate
 from switch_agent.agent import SYMPHONY_KEYS
-from topologies import fabric
+from topologies import wiring
 
 LIVE_BACKGROUND_PORT = 5301
 
@@ -51,7 +52,7 @@ class LiveSession:
                  out_dir: str | None = None):
         self.spec, self.scheme, self.seed = spec, scheme, seed
         self.plan = planning.compile(spec, scheme, seed)
-        self.out = out_dir or os.path.join(fabric.REPO_ROOT, "runs", "out",
+        self.out = out_dir or os.path.join(wiring.REPO_ROOT, "runs", "out",
                                            time.strftime("%Y%m%d-%H%M%S") + f"-{spec.name}-cli")
         os.makedirs(self.out, exist_ok=True)
         self.fab: Fabric | None = None
@@ -179,7 +180,7 @@ class LiveSession:
         except SpecError as e:
             raise ValueError(str(e).replace("perturbations[0].", "")) from None
         obj = planning.perturbation(self.spec, p, self.plan.link_rate_bps,
-                                    LIVE_BACKGROUND_PORT - planning.BACKGROUND_PORT
+                                    LIVE_BACKGROUND_PORT - BACKGROUND_PORT
                                     + len(self.engine.log))
         if open_ended:
             obj.nbytes = None                      # until undone

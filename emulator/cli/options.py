@@ -149,8 +149,9 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     pr.add_argument("--seeds", type=_positive_int, help="seeds 1..N instead of the spec's")
     pr.add_argument("--scheme", action="append",
                     help="baseline (max-min), ideal-priority, pq (repeatable; default all)")
-    pr.add_argument("--granularity", default="per_job", choices=("per_job", "per_ring"),
-                    help="ideal-priority's lowest step per job (default) or per ring")
+    pr.add_argument("--tracking", default="job", choices=("job", "ring"),
+                    help="ideal-priority's lowest step per job (default) or per ring, "
+                         "as [symphony] tracking")
     pr.add_argument("--variant", help="one of the spec's [[variants]] (its overrides)")
     pr.add_argument("--no-plots", action="store_true", help="tables and summary.json only")
     _formats(pr)

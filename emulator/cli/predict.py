@@ -49,7 +49,7 @@ def cmd_predict(args) -> int:
     print(f"symphony-emu predict: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} "
           f"seed(s) in the flow-level model -> {out}")
     t0 = time.monotonic()
-    run_predict(spec, out, schemes, seeds, args.granularity, progress_printer("model", "runs"))
+    run_predict(spec, out, schemes, seeds, args.tracking, progress_printer("model", "runs"))
     wall = time.monotonic() - t0
     summary = report.summarize(out, plots=not args.no_plots)
     print()

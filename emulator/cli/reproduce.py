@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 PAGE = os.path.join(REPO_ROOT, "docs", "results.md")
 

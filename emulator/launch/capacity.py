@@ -31,9 +31,8 @@ from dataclasses import dataclass
 
 from emulator import plan as planning
 from emulator.launch.launcher import default_processes
-from emulator.perturbations import Background
 from emulator.plan import placement
-from topologies.overlay import VXLAN_OVERHEAD_BYTES, server_of_nodes
+from cluster.overlay import VXLAN_OVERHEAD_BYTES, server_of_nodes
 
 HOSTS_PER_CORE = 32          # benchmarks/scale.py: 64 hosts faithful on 2 cores
 PROCESS_MB = 67              # benchmarks/scale.py: peak RSS of a host process, of an agent
@@ -55,7 +54,7 @@ class Machine:
     # this machine's cpus evenly
     server_cpus: tuple[float, ...] | None = None
     # real servers: each one's available memory, and its underlay's capacity (None:
-    # unknown) -- read over ssh (topologies.servers.preflight)
+    # unknown) -- read over ssh (cluster.servers.preflight)
     server_mem_bytes: tuple[int, ...] | None = None
     server_underlay_bps: tuple[float | None, ...] | None = None
 
@@ -76,13 +75,12 @@ def demand(plan) -> Demand:
     """What a compiled run plan (``emulator.plan.compile``) needs of the machine."""
     hosts = plan.fabric.leaves * plan.fabric.pods * plan.fabric.hosts_per_leaf
     nodes = hosts + len(plan.agents)
-    backgrounds = sum(1 for t in plan.perturbations
-                      if isinstance(t.what, Background) and not t.undo)
+    started = sum(t.what.processes for t in plan.perturbations if not t.undo)
     # the host and agent processes, each serving several (emulator.launch.launcher)
     served = (min(len(plan.hosts), plan.host_processes or default_processes(len(plan.hosts)))
               + min(len(plan.agents),
                     plan.agent_processes or default_processes(len(plan.agents))))
-    processes = nodes + served + 2 * backgrounds
+    processes = nodes + served + started
     buffers = sum((_members(r.group) + 4) * _largest_bytes(r)
                   for cfg in plan.hosts.values() for r in cfg.ranks)
     memory = (nodes * SHELL_MB + served * PROCESS_MB
@@ -171,7 +169,7 @@ def this_machine() -> Machine:
 
 def with_servers(m: Machine, facts, underlay_bps: float = 0.0) -> Machine:
     """``m`` (this machine, the coordinator) with the real servers' ``facts``
-    (``topologies.servers.ServerFacts``): their cores, memory and underlay."""
+    (``cluster.servers.ServerFacts``): their cores, memory and underlay."""
     from dataclasses import replace
     return replace(m, server_cpus=tuple(float(f.cpus) for f in facts),
                    server_mem_bytes=tuple(f.mem_available_bytes for f in facts),

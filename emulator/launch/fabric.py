@@ -47,7 +47,7 @@ def topology(plan, rundir: str):
         return DumbbellTopo(f.hosts_per_leaf, **opts)
     servers = f.servers
     if f.server_targets:                     # real servers, over the user's ssh
-        from topologies.servers import Servers
+        from cluster.servers import Servers
         servers = Servers(list(f.server_targets), f.ssh_config or None,
                           list(f.underlay) or None, f.underlay_bps or None)
     return LeafSpineTopo(f.leaves, f.spines, f.hosts_per_leaf, pods=f.pods, cores=f.cores,
@@ -168,7 +168,7 @@ class Fabric:
         """Before the teardown talks to every node: the nodes on servers whose shells no
         longer answer (a server or the network to it gone) are left to end with their
         ssh sessions, and named (a teardown would otherwise wait on them for ever)."""
-        from topologies.remote import answering
+        from cluster.remote import answering
         remote = [n for n in net.hosts + net.switches if getattr(n, "access", None) is not None]
         for n in remote:
             n.tearing_down = True

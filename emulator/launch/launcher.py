@@ -30,9 +30,10 @@ import threading
 import time
 from dataclasses import replace
 
-from hosts import clock, sched
+from hosts import clock
 from hosts.config import STDOUT, GroupConfig, HostConfig, MemberConfig
-from topologies import fabric as wiring
+from runtime import sched
+from topologies import fabric, wiring
 
 PER_PROCESS = 8                   # hosts (or switches) one process serves by default, at most
 READY_TIMEOUT_S = 120.0           # set-up: imports and expected results of every host
@@ -88,7 +89,7 @@ class HostProcesses:
             for i, hosts in enumerate(shares):
                 node = self.fab[hosts[0]]
                 # on a server reached over ssh: files in its folder there, protocol lines
-                # back on the process's stdout (topologies.remote)
+                # back on the process's stdout (cluster.remote)
                 remote = getattr(node, "access", None) is not None
                 members = []
                 for host in hosts:
@@ -130,7 +131,7 @@ class HostProcesses:
     def _shares(self) -> list[list[str]]:
         """The hosts in ``processes`` contiguous shares (:func:`split`), a process serving
         hosts of one server only on a fabric over several servers reached over ssh."""
-        return wiring.per_server(list(self.configs),
+        return fabric.per_server(list(self.configs),
                                  lambda h: getattr(self.fab[h], "server", None),
                                  self.processes, split)
 
@@ -151,7 +152,7 @@ class HostProcesses:
     def _cpu(self, index: int, processes: int) -> int | None:
         """The CPU of the ``index``-th process: round-robin when pinning (``pin``), and
         only when there are at least as many processes as CPUs -- fewer are left free to
-        run anywhere (hosts.sched)."""
+        run anywhere (runtime.sched)."""
         if not self.pin or processes < len(sched.cpus()):
             return None
         return sched.cpu_for(index)
@@ -253,7 +254,7 @@ class HostProcesses:
         """End every process still running (SIGTERM, then SIGKILL) and reap all; the exit
         code of each host's process, by host."""
         for hosts, p in self.groups:
-            code = wiring.stop_process(p, timeout_s)
+            code = fabric.stop_process(p, timeout_s)
             self.exit_codes.update({h: code for h in hosts})
             if p.stdin:
                 try:

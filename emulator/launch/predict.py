@@ -20,7 +20,7 @@ import time
 from emulator import plan as planning
 from emulator.model import simulate
 from emulator.model.from_plan import model_inputs
-from emulator.model.simulate import GRANULARITIES, SCHEMES as MODEL_SCHEMES
+from emulator.model.simulate import SCHEMES as MODEL_SCHEMES, TRACKING
 from emulator.rundir import FLUID_RECORDS, RunFolder
 from emulator.spec import Spec
 
@@ -28,7 +28,7 @@ PLAN_SCHEME = "baseline"     # the plan's agent settings do not enter the model
 
 
 def predict_one(spec: Spec, scheme: str, seed: int, rundir: str | None = None,
-                granularity: str = "per_job"):
+                tracking: str = "job"):
     """One (model scheme, seed) run; with ``rundir``, also its run folder. Returns the
     ``ModelResult`` and the inputs it ran on."""
     plan = planning.compile(spec, PLAN_SCHEME, seed)
@@ -36,19 +36,19 @@ def predict_one(spec: Spec, scheme: str, seed: int, rundir: str | None = None,
     t0 = time.perf_counter()
     res = simulate(inp.fabric, inp.jobs, scheme=scheme, rng=seed, mtu_bytes=inp.mtu_bytes,
                    background=inp.background, link_events=inp.link_events,
-                   per_step_sport=inp.per_step_sport, granularity=granularity,
+                   per_step_sport=inp.per_step_sport, tracking=tracking,
                    messages=inp.messages,
                    post_delay_s=inp.post_delay_s)
     wall = time.perf_counter() - t0
     if rundir is not None:
-        write_run(RunFolder(rundir), plan, spec, scheme, res, inp, wall, granularity)
+        write_run(RunFolder(rundir), plan, spec, scheme, res, inp, wall, tracking)
     return res, inp
 
 
 def write_run(folder: RunFolder, plan, spec: Spec, scheme: str, res, inp, wall_s: float,
-              granularity: str) -> None:
+              tracking: str) -> None:
     folder.write_manifest(plan, spec, scheme=scheme, backend="fluid",
-                          model={"granularity": granularity})
+                          model={"tracking": tracking})
     with open(folder.file(FLUID_RECORDS), "w") as f:
         for rec in res.records():
             f.write(json.dumps(rec, separators=(",", ":")) + "\n")
@@ -60,21 +60,21 @@ def write_run(folder: RunFolder, plan, spec: Spec, scheme: str, res, inp, wall_s
 
 
 def run_predict(spec: Spec, out: str, schemes: list[str], seeds: list[int],
-                granularity: str = "per_job", progress=None) -> None:
+                tracking: str = "job", progress=None) -> None:
     """Every (scheme, seed) into ``out/<scheme>-seed<N>/``."""
     for s in schemes:
         if s not in MODEL_SCHEMES:
             raise ValueError(f"--scheme {s!r}: the model's schemes are "
                              f"{', '.join(MODEL_SCHEMES)}")
-    if granularity not in GRANULARITIES:
-        raise ValueError(f"--granularity {granularity!r}: allowed: {', '.join(GRANULARITIES)}")
+    if tracking not in TRACKING:
+        raise ValueError(f"--tracking {tracking!r}: allowed: {', '.join(TRACKING)}")
     os.makedirs(out, exist_ok=True)
     total, done = len(schemes) * len(seeds), 0
     t0 = time.monotonic()
     for scheme in schemes:
         for seed in seeds:
             predict_one(spec, scheme, seed, os.path.join(out, f"{scheme}-seed{seed}"),
-                        granularity)
+                        tracking)
             done += 1
             if progress is not None:
                 progress(done, total, time.monotonic() - t0)

@@ -23,7 +23,7 @@ import os
 
 from emulator.launch import sweep
 from emulator.spec import load
-from topologies.fabric import REPO_ROOT
+from topologies.wiring import REPO_ROOT
 
 RUNS = os.path.join(REPO_ROOT, "runs")
 DATA = os.path.join(REPO_ROOT, "docs", "data", "figures")

@@ -18,7 +18,7 @@ from emulator.launch import ledger
 from emulator.launch.capture import Captures
 from emulator.launch.fabric import Fabric, topology
 from emulator.launch.launcher import HostProcesses
-from emulator.perturbations import Engine
+from emulator.perturbations.engine import Engine
 from emulator.rundir import RunFolder
 from emulator.spec import Spec
 

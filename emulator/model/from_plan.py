@@ -8,18 +8,18 @@ Each rank posts a send a host's processing time after its cue (``HOST_POST_DELAY
 exponential mean at real scale, dilated like every time): the model's ties broken as real
 hosts break them (docs/architecture.md, "The flow-level model").
 
-Not modelled, and said so in :attr:`ModelInputs.not_modelled`: injected packet loss
-(``loss``: a fluid flow loses nothing) and Symphony's late start (the model has no
-Symphony; its ``ideal-priority`` bounds what any step-aware switch could do).
+Each perturbation's class says what the model makes of it (``to_model``). Not modelled,
+and said so in :attr:`ModelInputs.not_modelled`: injected packet loss (``loss``: a fluid
+flow loses nothing) and Symphony's late start (the model has no Symphony; its
+``ideal-priority`` bounds what any step-aware switch could do).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from emulator import perturbations as pt
 from emulator.model.ranks import JobInput
-from emulator.model.records import Background, LinkEvent, Message
+from emulator.model.records import Message
 from emulator.model.topology import Fabric, dumbbell, leaf_spine
 
 # A rank's processing time between the receive it applies and the send it posts, real
@@ -58,23 +58,22 @@ def model_inputs(plan) -> ModelInputs:
     delays = {h: max(r.step_delay_s for r in c.ranks) for h, c in plan.hosts.items()
               if c.ranks and any(r.step_delay_s for r in c.ranks)}
     jobs = tuple(JobInput.from_layout(lay, delays) for lay in plan.layouts)
-    background, events, missing = [], [], []
+    m = _Perturbed()
     for e in plan.perturbations:
-        p = e.what
-        if isinstance(p, pt.LinkDown):
-            events.append(LinkEvent(e.t_s, p.switch, p.toward, up=e.undo))
-        elif isinstance(p, pt.Imbalance):
-            events.append(LinkEvent(e.t_s, p.switch, p.toward, rate_bps=p.rate_bps))
-        elif isinstance(p, pt.Background):
-            duration = p.nbytes * 8 / p.rate_bps if p.nbytes is not None else float("inf")
-            background.append(Background(p.src, p.dst, p.rate_bps, e.t_s, duration))
-        elif isinstance(p, pt.Loss):
-            missing.append(f"{p.switch} drops {p.fraction:.2%}: a fluid flow loses nothing")
-        elif isinstance(p, pt.SymphonyOn):
-            missing.append("Symphony's late start: the model has no Symphony")
+        e.what.to_model(e, m)
     per_step = all(c.transport.per_step_sport for c in plan.hosts.values())
     ip_host = {c.ip: h for h, c in plan.hosts.items()}
     messages = tuple(Message(h, ip_host[m.peer], m.bytes, m.start_s, m.job, m.channel, m.step)
                      for h, c in sorted(plan.hosts.items()) for m in c.sends)
-    return ModelInputs(fab, jobs, tuple(background), tuple(events), messages, plan.mtu_bytes,
-                       per_step, tuple(missing), plan.scale.time_s(HOST_POST_DELAY_S))
+    return ModelInputs(fab, jobs, tuple(m.background), tuple(m.link_events), messages,
+                       plan.mtu_bytes, per_step, tuple(m.not_modelled),
+                       plan.scale.time_s(HOST_POST_DELAY_S))
+
+
+@dataclass
+class _Perturbed:
+    """What the plan's perturbations add to the model's inputs (each kind's ``to_model``):
+    ``Background`` streams, ``LinkEvent``s, and what the model lacks, in words."""
+    background: list = field(default_factory=list)
+    link_events: list = field(default_factory=list)
+    not_modelled: list = field(default_factory=list)

@@ -1,7 +1,7 @@
 """Which flows a step-aware scheme serves first, kept up to date as flows come and go.
 
 * ``ideal-priority``: on every link, the flows of their job's lowest active step (with
-  ``per_ring``: their (job, channel)'s) go first; the rest share what is left. A flow's
+  ``tracking = "ring"``: their (job, channel)'s) go first; the rest share what is left. A flow's
   level is the same on every hop. It is the strict-priority idea of the Symphony paper's
   §2.3 made perfect (every link knows the job's true lowest step at once), not a
   mechanism: an estimate of what serving the laggards first could win back. It is a
@@ -68,15 +68,15 @@ class Groups:
 class Priorities:
     """Per scheme: which groups a flow is in and its level(s) from the groups' state."""
 
-    def __init__(self, scheme: str, granularity: str):
-        self.scheme, self.granularity = scheme, granularity
+    def __init__(self, scheme: str, tracking: str):
+        self.scheme, self.tracking = scheme, tracking            # tracking: "job" | "ring"
         self.groups = Groups()
 
     def groups_of(self, flow) -> list:
         if flow.background or self.scheme == "baseline":
             return []
         if self.scheme == "ideal-priority":
-            return [(flow.job,) if self.granularity == "per_job" else (flow.job, flow.channel)]
+            return [(flow.job,) if self.tracking == "job" else (flow.job, flow.channel)]
         return [(node, flow.job) for node in (flow.path or ())[1:-1]]
 
     def enter(self, flow) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hosts import wire
+from runtime import wire
 
 INF = float("inf")
 FlowKey = tuple        # (job, channel, step (as on the wire), src host, dst host)

@@ -20,7 +20,7 @@ ECMP choice: the Linux hash of a flow's 5-tuple is modelled as a uniform ``u`` i
 per (source/destination IP, UDP source port) and switch: a keyed hash (BLAKE2b) whose key
 is drawn once from ``rng``. One draw per source port: with ``per_step_sport`` (the NIC's
 default) each step's flow gets its own, otherwise one per (job, channel, sender), as
-``hosts.nic.flow_sport`` makes the ports. The same seed gives the same paths under every
+``runtime.wire.flow_sport`` makes the ports. The same seed gives the same paths under every
 scheme, whatever the timing (runs compare pairwise). Independent draws per switch are an
 assumption: the kernel may key every namespace's hash with one shared secret, so real
 switches' choices can be correlated; replay the emulator's recorded ``paths`` (those at
@@ -40,8 +40,7 @@ from emulator.model.ranks import JobInput, RankProgram
 from emulator.model.records import (INF, Background, Flow, FlowKey, LinkEvent, Message,
                                     ModelResult, background_record, flow_records)
 from emulator.model.topology import Fabric
-from hosts import wire
-from hosts.flows import flow_sport
+from runtime import wire
 
 from emulator.plan.layout import JobLayout, wire_bytes
 
@@ -52,19 +51,20 @@ Rng = Union[random.Random, "np.random.Generator", int, None]
 
 SCHEMES = ("baseline", "ideal-priority", "pq")
 POST_STREAM = 0x5DEECE66D        # keys the post-delay stream apart from the ECMP choices
-GRANULARITIES = ("per_job", "per_ring")
+TRACKING = ("job", "ring")       # ideal-priority's lowest step: per job | per (job, ring)
 
 
 def simulate(fabric: Fabric, jobs: Sequence[JobInput | JobLayout], *, scheme: str = "baseline",
              rng: Rng = None, mtu_bytes: int = wire.DEFAULT_MTU_BYTES,
              background: Sequence[Background] = (), link_events: Sequence[LinkEvent] = (),
              paths: Mapping[FlowKey, Sequence[str]] | None = None,
-             per_step_sport: bool = True, granularity: str = "per_job",
+             per_step_sport: bool = True, tracking: str = "job",
              messages: Sequence[Message] = (), post_delay_s: float = 0.0) -> ModelResult:
     """Run ``jobs`` (``JobInput``, or ``JobLayout``: no stragglers) and plain ``messages``
     (each a flow of its (job, step) from its ``start_s``) on ``fabric`` under
-    ``scheme`` (``baseline`` | ``ideal-priority`` | ``pq``; ``granularity`` of
-    ideal-priority: ``per_job`` | ``per_ring``). Routing is the fabric's (``ecmp`` or
+    ``scheme`` (``baseline`` | ``ideal-priority`` | ``pq``; ``tracking`` of
+    ideal-priority, as Symphony's ``[symphony] tracking``: the lowest step per ``job`` or
+    per (job, ring), ``ring``). Routing is the fabric's (``ecmp`` or
     ``static``); ``rng`` (a ``random.Random``, a numpy ``Generator`` or an int seed; None:
     seed 0) keys the ECMP choices, one draw taken from it; ``paths`` overrides them per
     flow (src/dst as names or IPs) while every link of the given path is up. Times in
@@ -77,12 +77,12 @@ def simulate(fabric: Fabric, jobs: Sequence[JobInput | JobLayout], *, scheme: st
     own, keyed by ``rng`` like the ECMP choices."""
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; allowed: {', '.join(SCHEMES)}")
-    if granularity not in GRANULARITIES:
-        raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}")
+    if tracking not in TRACKING:
+        raise ValueError(f"tracking must be one of {', '.join(TRACKING)}, got {tracking!r}")
     jobs = [j if isinstance(j, JobInput) else JobInput.from_layout(j) for j in jobs]
     if not post_delay_s >= 0:
         raise ValueError(f"post_delay_s must be >= 0, got {post_delay_s}")
-    run = _Run(fabric, scheme, granularity, salt_of(rng), mtu_bytes, per_step_sport, paths,
+    run = _Run(fabric, scheme, tracking, salt_of(rng), mtu_bytes, per_step_sport, paths,
                post_delay_s)
     return run.run(jobs, background, link_events, messages)
 
@@ -111,12 +111,12 @@ def salt_of(rng) -> int:
 
 
 class _Run:
-    def __init__(self, fabric, scheme, granularity, salt, mtu_bytes, per_step_sport, paths,
+    def __init__(self, fabric, scheme, tracking, salt, mtu_bytes, per_step_sport, paths,
                  post_delay_s=0.0):
         self.fab, self.salt, self.mtu, self.per_step = fabric, salt, mtu_bytes, per_step_sport
         self.post_delay = post_delay_s
         self.post_rng = random.Random(salt ^ POST_STREAM)
-        self.prio = Priorities(scheme, granularity)
+        self.prio = Priorities(scheme, tracking)
         self.cap = [fabric.capacity_bps[ln] for ln in fabric.links]
         self.users = [set() for _ in fabric.links]
         self.down: set = set()
@@ -273,7 +273,7 @@ class _Run:
         gstep = prog.wire_step(pass_index, i)
         step = gstep & wire.STEP_MASK
         src_ip, dst_ip = self.fab.host_ips[src], self.fab.host_ips[dst]
-        sport = flow_sport(prog.job.job, channel, step, src_ip, self.per_step)
+        sport = wire.flow_sport(prog.job.job, channel, step, src_ip, self.per_step)
         payload = st.send_range[1]
         f = Flow(key=(prog.job.job, channel, step, src, dst), job=prog.job.job,
                  channel=channel, gstep=gstep, src=src, dst=dst, payload=payload,
@@ -289,7 +289,7 @@ class _Run:
         src, dst = self.fab.host(m.src), self.fab.host(m.dst)
         src_ip, dst_ip = self.fab.host_ips[src], self.fab.host_ips[dst]
         step = m.step & wire.STEP_MASK
-        sport = flow_sport(m.job, m.channel, step, src_ip, self.per_step)
+        sport = wire.flow_sport(m.job, m.channel, step, src_ip, self.per_step)
         f = Flow(key=(m.job, m.channel, step, src, dst), job=m.job, channel=m.channel,
                  gstep=m.step, src=src, dst=dst, payload=m.nbytes,
                  bits=wire_bytes(m.nbytes, self.mtu) * 8, start_s=self.now, sport=sport,

@@ -4,12 +4,12 @@
     plan.hosts["h0"]          # hosts.config.HostConfig: what h0's process runs
     plan.agents["leaf0"]      # switch_agent.config.AgentConfig: leaf0's agent
     plan.fabric               # FabricPlan: shape, link and port rates, qdisc
-    plan.perturbations        # emulator.perturbations.Timed entries
+    plan.perturbations        # emulator.perturbations.base.Timed entries
 
 Pure: no network, no clock, no files. Everything downstream — the fabric, the launcher,
 the perturbation engine, the flow-level model, the report — reads the plan and never
 the spec's values again. Every real-scale quantity is converted here, once, by the
-scale module (``hosts.scale``); the plan holds emulated values only (docs/architecture.md
+scale module (``runtime.scale``); the plan holds emulated values only (docs/architecture.md
 §7, §10).
 """
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
-from emulator import perturbations as pt
+from emulator.perturbations import KINDS
+from emulator.perturbations.base import Context
 from emulator.plan.layout import JobLayout, layout as job_layout
 from emulator.plan.messages import Message, host_configs
 from emulator.schemes import Scheme, scheme as scheme_named
@@ -26,12 +27,9 @@ from emulator.spec import Spec
 from hosts.cc import CcConfig, algorithm
 from hosts.config import HostConfig, RankConfig
 from hosts.nic import TransportParams
-from hosts.scale import Scale
+from runtime.scale import Scale
 from switch_agent.config import AgentConfig, RedParams, SymphonyParams
 from topologies import wiring
-
-
-BACKGROUND_PORT = 5201          # iperf3 port of the first background flow (+1 each)
 
 
 @dataclass(frozen=True)
@@ -82,13 +80,13 @@ class RunPlan:
     layouts: tuple[JobLayout, ...]
     hosts: dict                   # host name -> HostConfig (telemetry paths: the launcher's)
     agents: dict                  # switch name -> AgentConfig (ports, paths: the fabric's)
-    perturbations: tuple          # emulator.perturbations.Timed, emulated seconds
+    perturbations: tuple          # emulator.perturbations.base.Timed, emulated seconds
     timeout_s: float              # wall clock, per run
     mtu_bytes: int
     path_hops: int                # links on the longest host-to-host path
     host_processes: int = 0       # processes serving the hosts (0: the launcher's default)
     agent_processes: int = 0      # processes serving the switch agents (0: likewise)
-    pin_cpus: bool = True         # those processes on one CPU each (hosts.sched)
+    pin_cpus: bool = True         # those processes on one CPU each (runtime.sched)
 
     @property
     def link_rate_bps(self) -> float:
@@ -101,16 +99,16 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
     sch = scheme_named(scheme)
     t = spec.topology
     rate = sc.rate_bps(t.link_rate_gbps * 1e9)
-    late = [p for p in spec.perturbations if p.kind == "symphony_late_start"]
+    late = any(KINDS[p.kind].late_symphony for p in spec.perturbations)
     fab = FabricPlan(t.kind, t.leaves if t.kind == "leafspine" else 1,
                      t.spines if t.kind == "leafspine" else 0, t.per_leaf, t.pods, t.cores,
                      t.oversubscription, t.servers, t.routing, rate, t.buffer_bytes,
-                     sch.port_qdisc, tuple((p.switch, p.toward, rate / p.ratio)
-                                           for p in spec.perturbations if p.kind == "imbalance"),
+                     sch.port_qdisc, tuple(hop for p in spec.perturbations
+                                           for hop in KINDS[p.kind].slow_hops(p, rate)),
                      t.ssh or bool(t.server_targets), t.server_targets,
                      os.path.expanduser(t.ssh_config) if t.ssh_config else "", t.underlay,
                      t.underlay_gbps * 1e9)
-    agents = {name: agent_config(spec, sc, sch.hook_at_start(bool(late)), seed, name)
+    agents = {name: agent_config(spec, sc, sch.hook_at_start(late), seed, name)
               for name in wiring.switch_names(t)}
     lays = tuple(job_layout(j, t, sc.time_s, spec.collective.order) for j in spec.jobs)
     hosts = (_message_hosts(spec, sc, rate, seed) if spec.messages
@@ -181,8 +179,7 @@ def _host(spec: Spec, sc: Scale, rate: float, name: str, seed: int, **what) -> H
 
 
 def _rank_hosts(spec: Spec, sc: Scale, rate: float, lays, seed: int) -> dict[str, HostConfig]:
-    delays = {p.host: sc.time_s(p.delay_us * 1e-6) for p in spec.perturbations
-              if p.kind == "straggler"}
+    delays = step_delays(spec, sc)
     ranks: dict[str, list[RankConfig]] = {}
     for lay in lays:
         rank_ips = {r: host_ip(spec, h) for r, h in enumerate(lay.hosts)}
@@ -207,36 +204,27 @@ def _message_hosts(spec: Spec, sc: Scale, rate: float, seed: int) -> dict[str, H
 
 # --- perturbations ------------------------------------------------------------------------
 
+def _context(spec: Spec, rate: float, index: int) -> Context:
+    return Context(Scale(spec.scale.dilation), rate, index,
+                   lambda switch, toward: port_toward(spec, switch, toward))
+
+
 def perturbation(spec: Spec, p, rate: float, index: int = 0):
-    """A validated ``PerturbationSpec`` as the object that applies it (emulated units)."""
-    sc = Scale(spec.scale.dilation)
-    if p.kind == "imbalance":
-        return pt.Imbalance(p.switch, p.toward, port_toward(spec, p.switch, p.toward),
-                            rate / p.ratio)
-    if p.kind == "link_down":
-        return pt.LinkDown(p.switch, p.toward, port_toward(spec, p.switch, p.toward))
-    if p.kind == "loss":
-        return pt.Loss(p.switch, p.fraction)
-    if p.kind == "symphony_late_start":
-        return pt.SymphonyOn()
-    if p.kind == "background":
-        bg_rate = sc.rate_bps(p.rate_gbps * 1e9)
-        nbytes = int(bg_rate / 8 * sc.time_s(p.duration_ms * 1e-3)) if p.duration_ms else None
-        return pt.Background(p.src, p.dst, bg_rate, nbytes, BACKGROUND_PORT + index)
-    raise ValueError(f"{p.kind} is not applied by the engine")
+    """A validated ``PerturbationSpec`` as the object that applies it (emulated units):
+    its kind's (``emulator.perturbations.KINDS``) ``from_spec``."""
+    return KINDS[p.kind].from_spec(p, _context(spec, rate, index))
+
+
+def step_delays(spec: Spec, sc: Scale) -> dict[str, float]:
+    """Host -> the delay its ranks wait before each step's send (stragglers), emulated s."""
+    return {h: d for p in spec.perturbations
+            for h, d in KINDS[p.kind].step_delays(p, sc).items()}
 
 
 def _timed(spec: Spec, sc: Scale, sch: Scheme, rate: float) -> tuple:
-    out = []
-    for i, p in enumerate(spec.perturbations):
-        if p.kind in ("imbalance", "straggler"):       # in the port rates / host configs
-            continue
-        if p.kind == "symphony_late_start" and sch.switch_hook != "symphony":
-            continue
-        obj = perturbation(spec, p, rate, i)
-        at_ms = p.start_ms if p.kind == "background" else p.at_ms    # loss: 0, from t = 0
-        out.append(pt.Timed(sc.time_s(at_ms * 1e-3), obj))
-        if p.kind == "link_down" and p.up_ms >= 0:
-            out.append(pt.Timed(sc.time_s(p.up_ms * 1e-3), obj, undo=True))
+    """What the engine fires: each kind's ``timed`` (imbalance and stragglers: none, they
+    are in the port rates and host configs from t = 0)."""
+    out = [e for i, p in enumerate(spec.perturbations)
+           for e in KINDS[p.kind].timed(p, _context(spec, rate, i), sch)]
     return tuple(sorted(out, key=lambda e: e.t_s))
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from emulator import rings as ring_layouts, workloads
-from hosts import wire
 from hosts.collectives import collective, grid_of
 from hosts.collectives.order import DEFAULT_ORDER
+from runtime import wire
 
 if TYPE_CHECKING:
     from emulator.spec import JobSpec, TopologySpec

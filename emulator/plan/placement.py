@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from emulator.spec import TopologySpec, neighbors, switch_names
-from topologies.overlay import server_of_nodes
+from cluster.overlay import server_of_nodes
 
 
 @dataclass(frozen=True)

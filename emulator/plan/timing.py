@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from emulator.plan import layout as lay_mod
-from hosts.scale import Scale
+from emulator.perturbations import KINDS
+from emulator.plan import layout as lay_mod, step_delays
+from runtime.scale import Scale
 
 if TYPE_CHECKING:
     from emulator.spec import Spec
@@ -52,7 +53,7 @@ def warnings(spec: Spec) -> list[str]:
                        "it is never sent")
     work_end_s = max((end for _, end in ends.values()), default=0.0)
     for i, p in enumerate(spec.perturbations):
-        for key in _moments(p):
+        for key in KINDS[p.kind].moments(p):
             at_s = sc.time_s(getattr(p, key) * 1e-3)
             where = f"perturbations[{i}].{key} = {getattr(p, key):g} ms ({p.kind})"
             if at_s >= timeout_s:
@@ -64,22 +65,13 @@ def warnings(spec: Spec) -> list[str]:
     return out
 
 
-def _moments(p) -> tuple:
-    if p.kind in ("link_down", "symphony_late_start"):
-        return ("at_ms", "up_ms") if p.kind == "link_down" and p.up_ms >= 0 else ("at_ms",)
-    if p.kind == "background":
-        return ("start_ms",)
-    return ()
-
-
 def job_ends_s(spec: Spec) -> dict[int, tuple[float, float]]:
     """Job id -> (start, end) in emulated seconds if every step ran at link rate
     (stragglers' delays included, imbalance and background left out: a lower bound)."""
     sc = Scale(spec.scale.dilation)
     rate = sc.rate_bps(spec.topology.link_rate_gbps * 1e9)
     mtu = spec.transport.mtu_bytes
-    delays = {p.host: sc.time_s(p.delay_us * 1e-6) for p in spec.perturbations
-              if p.kind == "straggler"}
+    delays = step_delays(spec, sc)
     out: dict[int, tuple[float, float]] = {}
     for job in spec.jobs:
         lay = lay_mod.layout(job, spec.topology, sc.time_s)

@@ -36,9 +36,9 @@ from collections import deque
 from functools import partial
 from typing import Callable
 
-from hosts import wire
 from hosts.flows import WIRE_EXTRA_BYTES
 from hosts.nic_core import NicCore
+from runtime import wire
 from switch_agent.pipeline import PQ_HIGH_DSCP
 
 IP_UDP_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES

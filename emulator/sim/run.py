@@ -6,8 +6,8 @@ stragglers, ``loss`` (the switch's pipeline drops that fraction, as the agent do
 Symphony's late start, ``link_down`` (both directions of the cable; routes chosen anew
 among the live hops, what waits in the port dropped), ``background`` (iperf3's UDP
 stream: fixed-size datagrams at the rate, from the host's own interface) and plain
-``[[messages]]`` (``hosts.host``'s programs). A kind it does not know is refused by name
-(:class:`SimError`).
+``[[messages]]`` (``hosts.host``'s programs). Each kind's class does it (``simulate``); a
+kind that says it is not ``simulated`` is refused by name (:class:`SimError`).
 
 Hosts' timing: each datagram reaches its host's NIC an exponential delay after it arrived,
 of mean ``[sim] host_delay_ms`` (emulated ms; default 0.113, the median over hosts of the
@@ -30,17 +30,15 @@ import time
 from dataclasses import replace
 from functools import partial
 
-from emulator import perturbations as pt
 from emulator import plan as planning
 from emulator.model.from_plan import model_inputs
 from emulator.model.simulate import ecmp_choice, salt_of
 from emulator.rundir import RunFolder
 from emulator.sim.network import Loop, Network, SimNic
-from hosts.flows import flow_sport
-from hosts import wire
 from hosts.host import MessageHost
 from hosts.rank import RankHost
-from hosts.telemetry import Telemetry
+from runtime import wire
+from runtime.telemetry import Telemetry
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
 from topologies import wiring
@@ -59,14 +57,11 @@ class SimError(ValueError):
     """A run the simulator cannot do; the message names what and why."""
 
 
-SIMULATED = (pt.Imbalance, pt.LinkDown, pt.Background, pt.Loss, pt.SymphonyOn)
-BACKGROUND_PAYLOAD_BYTES = 1400          # iperf3's datagrams, as the emulator sends them
-
 
 def check(spec, plan) -> None:
     """Refuse what the simulator does not do, before anything is written."""
     for e in plan.perturbations:
-        if not isinstance(e.what, SIMULATED):
+        if not e.what.simulated:
             raise SimError(f"{spec.path}: perturbation {type(e.what).__name__} is not "
                            "simulated; run it with --backend emulation")
 
@@ -77,7 +72,7 @@ def by_sport(plan, paths: dict) -> dict:
     them: (src IP, dst IP, the flow's UDP source port under the plan's transport)."""
     ips = {c.ip for c in plan.hosts.values()}
     tp = next(iter(plan.hosts.values())).transport
-    return {(src, dst, flow_sport(job, ch, step, src, tp.per_step_sport, tp.sport_seed)):
+    return {(src, dst, wire.flow_sport(job, ch, step, src, tp.per_step_sport, tp.sport_seed)):
             tuple(path) for (job, ch, step, src, dst), path in paths.items() if src in ips}
 
 
@@ -159,7 +154,7 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
                            clock=lambda: loop.now, nic_class=SimNic)
         net.attach(name, hosts[name].nic, lambda t, name=name: wake(name, t))
     for e in plan.perturbations:
-        loop.at(e.t_s, lambda t, e=e: _perturb(net, e, t))
+        loop.at(e.t_s, lambda t, e=e: e.what.simulate(net, e, t))
     for name, h in hosts.items():
         h.start(0.0)
         wake(name, 0.0)
@@ -189,52 +184,6 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
             "host_delay_s": host_delay_s, "not_modelled": list(NOT_MODELLED), "wall_s": wall}
     folder.write_measurements(meas)
     return meas
-
-
-def _perturb(net: Network, e, t: float) -> None:
-    p = e.what
-    if isinstance(p, pt.LinkDown):
-        net.set_link(p.switch, p.toward, up=e.undo)
-        return
-    if isinstance(p, pt.Background):
-        _background(net, p, e.undo, t)
-        return
-    if isinstance(p, pt.Imbalance):
-        port = net.ports[(p.switch, p.toward)]
-        nominal = net.nominal_bps.setdefault((p.switch, p.toward), port.rate_bps)
-        port.set_rate(nominal if e.undo else p.rate_bps)
-        pipe = net.pipelines.get(p.switch)
-        if pipe is not None:
-            pipe.ports[net.port_index[(p.switch, p.toward)]].queue.set_rate(port.rate_bps, t)
-    elif isinstance(p, pt.Loss):
-        net.pipelines[p.switch].set_drop_fraction(0.0 if e.undo else p.fraction)
-    elif isinstance(p, pt.SymphonyOn):
-        for pipe in net.pipelines.values():
-            pipe.set_symphony(not e.undo)
-
-
-def _background(net: Network, p, stop: bool, t: float) -> None:
-    """iperf3's UDP stream as the emulator starts it: ``BACKGROUND_PAYLOAD_BYTES``
-    datagrams at ``rate_bps`` from ``src``'s interface, ``nbytes`` in all or until undone;
-    not RoCE (its own port), so the agents only queue it and the far host drops it."""
-    state = net.background.setdefault(p.port, {"sent": 0, "on": False})
-    if stop:
-        state["on"] = False
-        return
-    state["on"] = True
-    src_ip, dst_ip = net.fab.host_ips[p.src], net.fab.host_ips[p.dst]
-    pkt = wire.build_ip_packet(src_ip, dst_ip, p.port, bytes(BACKGROUND_PAYLOAD_BYTES),
-                               dport=p.port, ecn=wire.ECN_NOT_ECT)
-    gap = (len(pkt) + 14) * 8 / p.rate_bps
-    port = net.ports[(p.src, net.fab.host_leaf[p.src])]
-
-    def send(now: float) -> None:
-        if not state["on"] or (p.nbytes is not None and state["sent"] >= p.nbytes):
-            return
-        port.offer(pkt, now)
-        state["sent"] += BACKGROUND_PAYLOAD_BYTES
-        net.loop.at(now + gap, send)
-    send(t)
 
 
 def _window(rec) -> dict:

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from hosts.cc.base import CongestionControl, NotificationPoint
 from hosts.cc.dcqcn import DcqcnMlx, DcqcnPaper, DcqcnParams
 from hosts.cc.none import LineRate, LineRateParams
-from hosts.scale import Scale
+from runtime.scale import Scale
 
 __all__ = ["ALGORITHMS", "Algorithm", "CcConfig", "CongestionControl", "DcqcnMlx",
            "DcqcnPaper", "DcqcnParams", "LineRate", "LineRateParams", "NotificationPoint",

@@ -8,7 +8,7 @@ hand-computed rate trajectory exactly. Timers are deadlines that :meth:`advance`
 An algorithm's parameters are a frozen dataclass with at least ``line_rate_bps`` (the
 NIC checks it against its own) and ``cnp_interval_s`` (the host's notification point),
 and a ``scaled(scale)`` that turns real-scale values into emulated ones through
-``hosts.scale.Scale`` (rates / D, times x D, bytes as they are).
+``runtime.scale.Scale`` (rates / D, times x D, bytes as they are).
 """
 
 from __future__ import annotations

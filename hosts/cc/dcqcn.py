@@ -37,7 +37,7 @@ from abc import abstractmethod
 from dataclasses import dataclass, replace
 
 from hosts.cc.base import CongestionControl, require_positive
-from hosts.scale import CNP_INTERVAL_S, PAPER_LINK_RATE_BPS, Scale
+from runtime.scale import CNP_INTERVAL_S, PAPER_LINK_RATE_BPS, Scale
 
 # Timer kinds; the number is the order among deadlines due at the same instant.
 _ALPHA, _INCREASE, _DECREASE = 0, 1, 2

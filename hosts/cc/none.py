@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hosts.cc.base import CongestionControl, require_positive
-from hosts.scale import CNP_INTERVAL_S, PAPER_LINK_RATE_BPS, Scale
+from runtime.scale import CNP_INTERVAL_S, PAPER_LINK_RATE_BPS, Scale
 
 
 @dataclass(frozen=True)

@@ -46,29 +46,7 @@ def collective(algorithm: str) -> Collective:
                          f"{', '.join(ALGORITHMS)}") from None
 
 
-# The names callers used before the registry; thin uses of it while they migrate.
-
-def build_schedule_for(algorithm: str, ring_or_grid, rank: int, nbytes: int,
-                       align: int = 4) -> Schedule:
-    """The schedule of ``rank``: ``ring_or_grid`` is the ring (rank ids in order), or for
-    a grid algorithm the grid of rank ids (rows of columns)."""
-    return collective(algorithm).schedule(ring_or_grid, rank, nbytes, align)
-
-
-def n_steps(algorithm: str, ring_size: int, cols: int | None = None) -> int:
-    """Steps of one collective over a ring of ``ring_size`` ranks, or for a grid algorithm
-    over ``ring_size`` rows of ``cols`` columns."""
-    coll = collective(algorithm)
-    return coll.n_steps(grid_of(ring_size, cols) if coll.needs_grid else tuple(range(ring_size)))
-
-
-def bus_factor(algorithm: str, n: int) -> float:
-    """nccl-tests' busbw = algbw x factor: 2(N-1)/N for all-reduce, (N-1)/N for RS / AG."""
-    return collective(algorithm).bus_factor(n)
-
-
 __all__ = ["ALGORITHMS", "OPS", "AllReduce", "Collective", "HalvingDoublingAllReduce",
            "Piece", "Ring2dAllReduce", "RingAllGather", "RingAllReduce", "RingReduceScatter",
-           "Schedule", "Step", "build_schedule_for", "bus_factor", "chunk_ranges",
-           "collective", "grid_of", "n_steps", "ring2d_all_reduce", "ring_all_gather",
-           "ring_all_reduce", "ring_reduce_scatter", "simulate"]
+           "Schedule", "Step", "chunk_ranges", "collective", "grid_of", "ring2d_all_reduce",
+           "ring_all_gather", "ring_all_reduce", "ring_reduce_scatter", "simulate"]

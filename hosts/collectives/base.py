@@ -84,10 +84,6 @@ class Collective(ABC):
         from hosts.collectives.expected import expected_result
         return expected_result(self, rank, group, nbytes, itemsize, base)
 
-    def __call__(self, group, rank: int, nbytes: int, align: int = 4) -> Schedule:
-        """The schedule, called as the builder functions ``ALGORITHMS`` used to hold."""
-        return self.schedule(group, rank, nbytes, align)
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 

@@ -1,10 +1,10 @@
 """Real servers a fabric spans, reached over the user's own ssh (docs/distributed.md,
 "Run on your servers").
 
-``Servers(["root@10.0.0.2", "root@10.0.0.3"])`` is the :class:`~topologies.overlay.ServerSet`
+``Servers(["root@10.0.0.2", "root@10.0.0.3"])`` is the :class:`~cluster.overlay.ServerSet`
 of real machines: nothing is made on this machine (the coordinator); each server is
 reached as the user reaches it (``~/.ssh/config``, keys, agent, ``known_hosts``, or the
-file ``ssh_config``), one master connection each (``topologies.ssh``), and before any
+file ``ssh_config``), one master connection each (``cluster.ssh``), and before any
 node is placed, :meth:`Servers.start_ssh` checks every server (:func:`probe`) and
 refuses, naming each server and what it lacks:
 
@@ -30,9 +30,10 @@ import shlex
 import sys
 from dataclasses import dataclass
 
-from topologies import ssh, wiring
-from topologies.overlay import (LEDGER_SCRIPT, VXLAN_OVERHEAD_BYTES, ServerSet,
-                                link_counters)
+from cluster import ssh
+from cluster.overlay import (LEDGER_SCRIPT, VXLAN_OVERHEAD_BYTES, ServerSet,
+                             link_counters)
+from topologies import wiring
 
 UNDERLAY_FRAME_BYTES = wiring.FABRIC_MTU + VXLAN_OVERHEAD_BYTES
 PING_PAYLOAD_BYTES = UNDERLAY_FRAME_BYTES - 28          # less the IPv4 and ICMP headers

@@ -1,5 +1,5 @@
 """Fabric nodes on servers reached over ssh (docs/distributed.md): Mininet Cluster
-Edition's ``RemoteMixin`` idea on this project's ssh access (``topologies.ssh``).
+Edition's ``RemoteMixin`` idea on this project's ssh access (``cluster.ssh``).
 
 A node on a server keeps its whole life there: its shell is started through the
 server's sshd (``ssh -tt <server> mnexec -cn bash ...``, so its network namespace is made
@@ -7,10 +7,10 @@ on that server and ends when the connection does), and everything a node does at
 (sysctls, ``tc``, routes, iptables, addresses) goes through that shell, as Mininet does
 for every node; its pid is the server's, read from the shell (``echo $$``). Links between
 two nodes of one server are veth pairs made by the first node's shell; links between
-servers are VXLAN tunnel ends made through the server's ssh (``topologies.overlay``).
+servers are VXLAN tunnel ends made through the server's ssh (``cluster.overlay``).
 Why not ``RemoteMixin`` itself: it prefixes every command with ``sudo -E`` on both ends
 and builds its own ssh command line, where this project logs in as root with a key of the
-run's, through a coordinator namespace, over the connection ``topologies.ssh`` holds.
+run's, through a coordinator namespace, over the connection ``cluster.ssh`` holds.
 
 A switch's agent runs on its server too (:class:`RemoteFabricSwitch`): its configuration
 is copied there, it writes its telemetry in the server's folder, which is copied back

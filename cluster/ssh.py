@@ -7,7 +7,7 @@ each master is a child of the coordinator that dies with it, so a SIGKILLed coor
 ends every session, and the hangup of their terminals ends what they ran.
 
 Two ways in: :func:`run_keys`, a key, ``known_hosts`` and ``ssh_config`` made for the run
-(stand-in servers: :meth:`topologies.overlay.StandInServers.start_ssh` runs Debian's
+(stand-in servers: :meth:`cluster.overlay.StandInServers.start_ssh` runs Debian's
 ``sshd`` in each stand-in server's namespace on its underlay address, accepting only that
 key); and :func:`users_ssh`, the user's own set-up (real servers, ``--servers``: their
 ``~/.ssh/config`` or a given file, keys, agent and ``known_hosts``, never a prompt). ssh

@@ -2,6 +2,9 @@
 
     IPv4 / UDP (dport 4791, sport = per-flow entropy) / BTH (12 B) / payload / ICRC (4 B)
 
+The source port is a flow's ECMP entropy: :func:`flow_sport` hashes it from the flow's
+(job, channel, step, sender).
+
 This module is the one definition of the format. Hosts build packets with it, the
 switch agent parses them with it, and analysis reads captures with it. The hot path
 uses the precompiled ``struct.Struct`` objects below; :func:`scapy_view` dissects the
@@ -28,6 +31,8 @@ import zlib
 from typing import NamedTuple
 
 ROCE_UDP_PORT = 4791
+SPORT_BASE = 49152               # flows' source ports: the dynamic range
+SPORT_SPAN = 16384
 
 # BTH opcodes (RC transport) and the RoCEv2 CNP.
 OP_SEND_FIRST = 0x00
@@ -142,6 +147,17 @@ def data_opcode(index: int, n_packets: int) -> int:
     if index == n_packets - 1:
         return OP_SEND_LAST
     return OP_SEND_MIDDLE
+
+
+def flow_sport(job: int, channel: int, step: int, sender_ip: str, per_step: bool = True,
+               seed: int = 0) -> int:
+    """UDP source port of a flow: a hash of (job, channel, step, sender) in the dynamic
+    range, or of (job, channel, sender) with ``per_step=False`` (a long-lived connection).
+    ``seed`` (the run's) salts it: the kernel's ECMP hash key is fixed for the machine's
+    uptime, so without it every run and seed would take the very same paths."""
+    key = f"{job}/{channel}/{step if per_step else '-'}/{sender_ip}"
+    key = (key if not seed else f"{key}/{seed}").encode()
+    return SPORT_BASE + zlib.crc32(key) % SPORT_SPAN
 
 
 # --- serial-number arithmetic on 16-bit steps (RFC 1982) ------------------------------

@@ -29,10 +29,11 @@ import time
 
 from mininet.link import Link
 
-from topologies import fabric, ssh
+from cluster import ssh
+from topologies import fabric, wiring
 
 LEDGER = "ledger.jsonl"                   # emulator.launch.ledger.LEDGER, on each server
-LEDGER_SCRIPT = os.path.join(fabric.REPO_ROOT, "emulator", "launch", "ledger.py")
+LEDGER_SCRIPT = os.path.join(wiring.REPO_ROOT, "emulator", "launch", "ledger.py")
 
 VXLAN_PORT = 4789
 VXLAN_OVERHEAD_BYTES = 50          # outer Ethernet + IPv4 + UDP + VXLAN
@@ -51,13 +52,13 @@ def server_of_nodes(leaves: int, spines: int, hosts_per_leaf: int, pods: int, co
     out = {}
     for t in range(leaves * pods):
         pod = t // leaves
-        out[fabric.leaf_name(t)] = pod % servers
+        out[wiring.leaf_name(t)] = pod % servers
         for i in range(hosts_per_leaf):
-            out[fabric.host_name(t, i, hosts_per_leaf)] = pod % servers
+            out[wiring.host_name(t, i, hosts_per_leaf)] = pod % servers
     for g in range(spines * pods):
-        out[fabric.spine_name(g)] = (g // spines) % servers
+        out[wiring.spine_name(g)] = (g // spines) % servers
     for c in range(cores):
-        out[fabric.core_name(c)] = c % servers
+        out[wiring.core_name(c)] = c % servers
     return out
 
 
