@@ -47,6 +47,7 @@ from emulator.launch import ledger, runner  # noqa: E402
 from emulator.rundir import RunFolder  # noqa: E402
 from emulator.spec import load  # noqa: E402
 from runtime import sched  # noqa: E402
+from runtime.records import AgentFinal, FlowSent, encode  # noqa: E402
 from topologies.wiring import REPO_ROOT  # noqa: E402
 
 GOAL_RANK_US_PER_PKT = 40.0
@@ -139,10 +140,11 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
     folder = RunFolder(rundir)
     res = report.analyze_run(rundir)
     ranks = list(meas.get("rank_summaries", {}).values())
-    rank_pkts = sum(r["packets"] for r in folder.host_records("send_flow"))
+    rank_pkts = sum(r.packets for r in folder.host_records(FlowSent))
     rank_tx = sum(r.get("counters", {}).get("data_tx", 0) for r in ranks)
     agents = [a for a in meas.get("agents", {}).values() if "counters" in a]
-    finals = [r for sw in meas.get("agents", {}) for r in folder.agent_records(sw, "final")]
+    finals = [encode(r) for sw in meas.get("agents", {})         # as the hosts' summaries
+              for r in folder.agent_records(sw, AgentFinal)]
     during = sampler.during(meas.get("t_start", float("inf")))
     ratios = [c["cct_ratio"] for j in res["jobs"] for c in j["collectives"]
               if c["cct_ratio"] is not None]

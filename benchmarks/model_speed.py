@@ -61,7 +61,7 @@ def large(hosts: int, scheme: str) -> dict:
     t0 = time.perf_counter()
     res = simulate(fab, [job], scheme=scheme, rng=1)
     wall = time.perf_counter() - t0
-    cct = max(c["end_s"] for c in res.collectives) - min(c["start_s"] for c in res.collectives)
+    cct = max(c.end_s for c in res.collectives) - min(c.start_s for c in res.collectives)
     return {"hosts": hosts, "build_s": t_build, "wall_s": wall,
             "flows": len(res.send_flows), "flows_per_s": len(res.send_flows) / wall,
             "events": res.stats["events"], "mean_component": res.stats["solved_flows"]

@@ -2,7 +2,8 @@
 everything in it. Report, plots, sweep and the live CLI go through :class:`RunFolder`.
 
     <run>/                       one (scheme, seed) run
-        manifest.json            what ran: spec, plan summary, layouts, versions, git revision
+        manifest.json            what ran: the run format's version, the spec as written,
+                                 the compiled run plan, versions, git revision
         measurements.json        what only the live run could measure (CPU load, agents'
                                  counters and fidelity, host summaries, perturbation log)
         h*.jsonl                 host telemetry (flows, collectives, summaries)
@@ -11,7 +12,9 @@ everything in it. Report, plots, sweep and the live CLI go through :class:`RunFo
         *.host.json, *.agent.json, *.host.out, *.log   configs, protocol lines, logs
 
 Telemetry files are written by ``runtime.telemetry`` in the processes; this module never
-writes them.
+writes them. Their records are ``runtime.records``' types; the manifest's ``format`` is
+that module's ``FORMAT``, and a folder of an older format is refused, naming the command
+that upgrades it (``emulator.upgrade``), never read through a compatibility branch.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ import os
 import platform
 import subprocess
 import time
-from dataclasses import asdict
 
+from emulator.plan import RunPlan
+from runtime.records import FORMAT, FlowReceived, FlowSent
 from runtime.telemetry import read_records
 from topologies import wiring
 
@@ -35,22 +39,26 @@ class DamagedRun(ValueError):
     """A run folder's file that cannot be read (truncated, not JSON): named, never skipped."""
 
 
+class OlderRun(ValueError):
+    """A run folder written in an older run format: upgrade it first."""
+
+
 class RunFolder:
     def __init__(self, path: str):
         self.path = path
+        self._plan = None
 
     def file(self, name: str) -> str:
         return os.path.join(self.path, name)
 
     # --- writing -------------------------------------------------------------------
-    def write_manifest(self, plan, spec, **extra) -> None:
-        """What ran: the spec, the plan's scheme/seed/scale, layouts, versions."""
+    def write_manifest(self, plan, spec_raw: dict, spec_path: str | None, **extra) -> None:
+        """What ran: the spec as written (``spec_raw``, from ``spec_path``), the compiled
+        plan, versions."""
         os.makedirs(self.path, exist_ok=True)
-        manifest = {"spec_path": spec.path, "spec": spec.raw, "name": plan.name,
-                    "scheme": plan.scheme.name, "seed": plan.seed,
-                    "scale": {"dilation": plan.scale.dilation},
-                    "link_rate_bps": plan.link_rate_bps, "mtu_bytes": plan.mtu_bytes,
-                    "path_hops": plan.path_hops, "layouts": [asdict(x) for x in plan.layouts],
+        manifest = {"format": FORMAT, "spec_path": spec_path, "spec": spec_raw,
+                    "name": plan.name, "scheme": plan.scheme.name, "seed": plan.seed,
+                    "plan": plan.to_dict(),
                     "versions": _versions(), "git_revision": git_revision(),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     "machine": {"cpus": os.cpu_count(), "node": platform.node()}, **extra}
@@ -76,7 +84,19 @@ class RunFolder:
 
     @property
     def manifest(self) -> dict:
-        return self._load(MANIFEST)
+        man = self._load(MANIFEST)
+        if man.get("format", 1) != FORMAT:
+            raise OlderRun(f"{self.path}: a run folder of format {man.get('format', 1)} "
+                           f"(this version reads {FORMAT}); upgrade it: symphony-emu upgrade "
+                           f"{os.path.dirname(self.path.rstrip('/')) or '.'}")
+        return man
+
+    @property
+    def plan(self) -> RunPlan:
+        """The run plan the run ran (``emulator.plan.RunPlan``), as its manifest stores it."""
+        if self._plan is None:
+            self._plan = RunPlan.from_dict(self.manifest["plan"])
+        return self._plan
 
     @property
     def measurements(self) -> dict:
@@ -93,8 +113,9 @@ class RunFolder:
                              f"of {os.path.getsize(self.file(name))}); run it again or remove "
                              "the run's folder") from None
 
-    def host_records(self, kind: str) -> list[dict]:
-        """Every host's telemetry records of one type (``send_flow``, ``collective``...)."""
+    def host_records(self, kind: type) -> list:
+        """Every host's records of one type (``runtime.records``: ``FlowSent``,
+        ``CollectiveDone``...)."""
         if os.path.exists(self.file(FLUID_RECORDS)):
             return read_records(self.file(FLUID_RECORDS), kind)
         out = []
@@ -103,14 +124,14 @@ class RunFolder:
                 out += read_records(self.file(name), kind)
         return out
 
-    def agent_records(self, switch: str, kind: str | None = None) -> list[dict]:
+    def agent_records(self, switch: str, kind: type | None = None) -> list:
         path = self.file(f"{switch}.jsonl")
         return read_records(path, kind) if os.path.exists(path) else []
 
-    def flows(self) -> list[dict]:
+    def flows(self) -> list:
         """Every flow both ends logged (``emulator.analysis.metrics.join_flows``)."""
         from emulator.analysis.metrics import join_flows
-        return join_flows(self.host_records("send_flow"), self.host_records("recv_flow"))
+        return join_flows(self.host_records(FlowSent), self.host_records(FlowReceived))
 
     def host_lines(self, host: str) -> list[dict]:
         """The protocol lines a host process printed (``<host>.host.out``)."""

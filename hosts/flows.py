@@ -1,7 +1,7 @@
 """A NIC's flows: one message of one (job, channel, step) between two hosts, one QP with
 PSNs from 0 -- the state a sender and a receiver keep (its UDP source port, the ECMP
 entropy, is ``runtime.wire.flow_sport``), and the telemetry record each writes when it
-ends (``send_flow``, ``recv_flow``: docs/architecture.md §5.5). Pure: no socket, no clock.
+ends (``runtime.records.FlowSent``, ``FlowReceived``). Pure: no socket, no clock.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Callable
 from hosts.cc import CongestionControl
 from hosts.gbn import GbnReceiver, GbnSender
 from runtime import wire
+from runtime.records import FlowReceived, FlowSent
 
 WIRE_EXTRA_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES + 14  # IP + UDP + Ethernet
 
@@ -58,22 +59,20 @@ class RecvFlow:
     t_sample_s: float = 0.0
 
 
-def send_record(f: SendFlow, ip: str) -> dict:
-    """The ``send_flow`` record of a sender that finished (or is given up)."""
+def send_record(f: SendFlow, ip: str) -> FlowSent:
+    """The record of a sender that finished (or is given up)."""
     g = f.gbn
-    return {"type": "send_flow", "job": f.job, "channel": f.channel, "step": f.step,
-            "src": ip, "dst": f.peer, "sport": f.sport, "bytes": len(f.data),
-        "packets": g.n_packets, "start_s": f.start_s, "end_s": f.end_s,
-        "retransmits": g.retransmits, "timeouts": g.timeouts, "naks": g.naks,
-        "cnps": f.cc.cnps, "cuts": f.cc.cuts, "final_rate_bps": f.cc.rate_bps,
-        "rate_samples": f.rate_samples}
+    return FlowSent(job=f.job, channel=f.channel, step=f.step, src=ip, dst=f.peer,
+                    sport=f.sport, bytes=len(f.data), packets=g.n_packets,
+                    start_s=f.start_s, end_s=f.end_s, retransmits=g.retransmits,
+                    timeouts=g.timeouts, naks=g.naks, cnps=f.cc.cnps, cuts=f.cc.cuts,
+                    final_rate_bps=f.cc.rate_bps, rate_samples=f.rate_samples)
 
 
-def recv_record(f: RecvFlow, ip: str) -> dict:
-    """The ``recv_flow`` record of a message delivered."""
+def recv_record(f: RecvFlow, ip: str) -> FlowReceived:
+    """The record of a message delivered."""
     g = f.gbn
-    return {"type": "recv_flow", "job": f.job, "channel": f.channel, "step": f.step,
-        "src": f.peer, "dst": ip, "bytes": f.nbytes, "start_s": f.start_s,
-        "end_s": f.end_s, "ce": f.ce, "cnps_sent": f.cnps, "naks_sent": g.naks_sent,
-        "duplicates": g.duplicates, "out_of_order": g.out_of_order,
-        "goodput_samples": f.goodput_samples}
+    return FlowReceived(job=f.job, channel=f.channel, step=f.step, src=f.peer, dst=ip,
+                        bytes=f.nbytes, start_s=f.start_s, end_s=f.end_s, ce=f.ce,
+                        cnps_sent=f.cnps, naks_sent=g.naks_sent, duplicates=g.duplicates,
+                        out_of_order=g.out_of_order, goodput_samples=f.goodput_samples)

@@ -33,12 +33,14 @@ import select
 import signal
 import sys
 import time
+from dataclasses import replace
 
 from hosts import clock
 from hosts.config import STDOUT, GroupConfig, HostConfig, MemberConfig
 from hosts.host import MessageHost
 from hosts.rank import RankHost, udp_counters
 from runtime import netns, sched
+from runtime.records import encode
 
 PROFILE_ENV = "SYMPHONY_EMU_PROFILE_DIR"
 TIMER_SLACK_S = 1e-6               # sleeps end on time (runtime.sched)
@@ -96,14 +98,14 @@ class Member:
         use = resource.getrusage(resource.RUSAGE_SELF)
         cpu = use.ru_utime + use.ru_stime
         # CPU and memory are the process's; a host's share of the CPU is an even split
-        summary.update(cpu_s=cpu / group_size, max_rss_bytes=use.ru_maxrss * 1024,
-                       process={"pid": os.getpid(), "hosts": group_size, "cpu_s": cpu,
-                                "sys_s": use.ru_stime}, clock=self.clock)
+        summary = replace(summary, cpu_s=cpu / group_size, max_rss_bytes=use.ru_maxrss * 1024,
+                          process={"pid": os.getpid(), "hosts": group_size, "cpu_s": cpu,
+                                   "sys_s": use.ru_stime}, clock=self.clock)
         host.tele.write(summary)
         host.tele.close()
-        self.say(summary)
+        self.say(encode(summary))
         self.out.close()
-        return summary["ok"]
+        return summary.ok
 
 
 def _readable(fds: list[int]):

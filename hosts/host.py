@@ -21,6 +21,7 @@ import numpy as np
 
 from hosts.config import HostConfig
 from hosts.nic import Nic
+from runtime.records import MessageSummary
 from runtime.telemetry import Telemetry
 
 
@@ -92,14 +93,12 @@ class MessageHost:
     def finished(self) -> bool:
         return not self.pending and not self.nic.busy and len(self.got) >= len(self.expected)
 
-    def summary(self, timed_out: bool, udp: dict) -> dict:
+    def summary(self, timed_out: bool, udp: dict) -> MessageSummary:
         missing = [list(k) for k in self.expected if k not in self.got]
         bad = {"/".join(map(str, k)): v for k, v in self.got.items() if v != "ok"}
-        return {"type": "host_summary", "name": self.cfg.name, "ip": self.cfg.ip,
-                "sends": len(self.sends), "sends_completed": len(self.completed),
-                "receives": len(self.expected),
-                "receives_ok": sum(v == "ok" for v in self.got.values()),
-                "missing": missing, "bad": bad, "timed_out": timed_out, "udp": udp,
-                **self.nic.stats(),
-                "ok": (not timed_out and len(self.completed) == len(self.sends)
-                       and not missing and not bad)}
+        return MessageSummary(
+            name=self.cfg.name, ip=self.cfg.ip, timed_out=timed_out,
+            ok=(not timed_out and len(self.completed) == len(self.sends) and not missing
+                and not bad), udp=udp, **self.nic.stats(), sends=len(self.sends),
+            sends_completed=len(self.completed), receives=len(self.expected),
+            receives_ok=sum(v == "ok" for v in self.got.values()), missing=missing, bad=bad)

@@ -28,6 +28,7 @@ from hosts.collectives.expected import Expected
 from hosts.collectives.order import StepOrder, dependencies
 from hosts.config import HostConfig, RankConfig
 from hosts.nic import Nic
+from runtime.records import CollectiveDone, RankSummary, UnexpectedMessage
 from runtime.telemetry import Telemetry
 
 DTYPE = np.float32
@@ -141,11 +142,10 @@ class Collective:
     def _finish(self) -> None:
         ok = self.expected.check(self.buf, self.pass_index)
         self.verified = ok
-        self.tele.write({"type": "collective", "job": self.spec.job, "rank": self.spec.rank,
-                         "pass": self.pass_index, "algorithm": self.spec.algorithm,
-                         "nbytes": self.spec.nbytes, "start_s": self.start_s,
-                         "end_s": self.end_s, "verified": ok,
-                         "steps": len(self.sch.steps)})
+        self.tele.write(CollectiveDone(
+            job=self.spec.job, rank=self.spec.rank, pass_index=self.pass_index,
+            algorithm=self.spec.algorithm, nbytes=self.spec.nbytes, start_s=self.start_s,
+            end_s=self.end_s, verified=ok, steps=len(self.sch.steps)))
 
     @property
     def done(self) -> bool:
@@ -286,8 +286,7 @@ class RankHost:
         for p in self.programs:
             if p.on_message(flow, message, now):
                 return
-        self.tele.write({"type": "unexpected_message", "job": flow.job, "step": flow.step,
-                         "peer": flow.peer})
+        self.tele.write(UnexpectedMessage(job=flow.job, step=flow.step, peer=flow.peer))
 
     def start(self, t0: float) -> None:
         for p in self._ready:
@@ -311,16 +310,15 @@ class RankHost:
     def finished(self) -> bool:
         return not self.nic.busy and all(p.done for p in self.programs)
 
-    def summary(self, timed_out: bool, udp: dict) -> dict:
+    def summary(self, timed_out: bool, udp: dict) -> RankSummary:
         colls = [c for p in self.programs for c in p.finished]
-        cfg = self.cfg
-        summary = {"type": "rank_summary", "name": cfg.name, "ip": cfg.ip,
-                   "collectives": len(colls), "expected": sum(p.passes for p in self.programs),
-                   "verified": sum(getattr(c, "verified", False) for c in colls),
-                   "timed_out": timed_out, "steps_applied": self.applied,
-                   "steps_total": cfg.total_steps, "udp": udp, **self.nic.stats()}
-        summary["ok"] = (not timed_out and summary["verified"] == summary["expected"])
-        return summary
+        expected = sum(p.passes for p in self.programs)
+        verified = sum(getattr(c, "verified", False) for c in colls)
+        return RankSummary(name=self.cfg.name, ip=self.cfg.ip, timed_out=timed_out,
+                           ok=not timed_out and verified == expected, udp=udp,
+                           **self.nic.stats(), collectives=len(colls), expected=expected,
+                           verified=verified, steps_applied=self.applied,
+                           steps_total=self.cfg.total_steps)
 
 
 def udp_counters(path: str = "/proc/net/snmp") -> dict:

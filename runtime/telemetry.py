@@ -1,7 +1,6 @@
 """The one telemetry writer and reader: aggregated records, one JSON object a line, never
 a line per packet. Host processes and switch agents write them; ``emulator.rundir`` reads
-a run folder's files with :func:`read_records`. Record types are listed in
-docs/architecture.md §5.5 (agents) and §3 (hosts). Times are ``time.monotonic()``
+a run folder's files with :func:`read_records`. The records are ``runtime.records``' types. Times are ``time.monotonic()``
 seconds, the clock every process of a run on one machine shares, so agent and host
 records line up without conversion."""
 
@@ -9,15 +8,17 @@ from __future__ import annotations
 
 import json
 
+from runtime.records import Record, RecordError, decode, encode
+
 
 class Telemetry:
     def __init__(self, path: str | None):
         self._f = open(path, "a", buffering=1 << 16) if path else None
         self.records = 0
 
-    def write(self, record: dict) -> None:
+    def write(self, record: Record) -> None:
         if self._f is not None:
-            self._f.write(json.dumps(record, separators=(",", ":")) + "\n")
+            self._f.write(json.dumps(encode(record), separators=(",", ":")) + "\n")
             self.records += 1
 
     def flush(self) -> None:
@@ -30,14 +31,20 @@ class Telemetry:
             self._f = None
 
 
-def read_records(path: str, kind: str | None = None) -> list[dict]:
-    """All records of a telemetry file (optionally only one ``type``)."""
+def read_records(path: str, kind: type | None = None) -> list:
+    """All records of a telemetry file (optionally only those of one record type). A line
+    that is not a record of this format raises :class:`RecordError` naming the file and
+    line."""
+    tag = f'"type":"{kind.TYPE}"' if kind is not None else None
     out = []
     with open(path) as f:
-        for line in f:
+        for n, line in enumerate(f, 1):
             line = line.strip()
-            if line:
-                rec = json.loads(line)
-                if kind is None or rec.get("type") == kind:
+            if line and (tag is None or tag in line):
+                try:
+                    rec = decode(json.loads(line))
+                except (RecordError, json.JSONDecodeError) as e:
+                    raise RecordError(f"{path}, line {n}: {e}") from None
+                if kind is None or type(rec) is kind:
                     out.append(rec)
     return out

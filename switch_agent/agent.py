@@ -52,10 +52,11 @@ from switch_agent.control import (MAX_DATAGRAM_BYTES, SYMPHONY_KEYS, CommandErro
                                   parse_command)
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
-from switch_agent.symphony import WindowRecord
 from runtime import sched
 from runtime.codec import ConfigError, check, to_dict
 from runtime.netns import Namespace
+from runtime.records import (AgentFinal, AgentStart, Arrivals, Control, ControlError,
+                             KernelQueue, PortSample)
 from runtime.telemetry import Telemetry
 
 TIMER_SLACK_S = 1e-6          # sleeps end on time (runtime.sched)
@@ -83,7 +84,8 @@ class Agent:
             ports[self.ns.run(socket.if_nametoindex, name)] = Port(
                 name, EgressQueue(p.rate_bps, p.buffer_bytes, p.burst_bytes),
                 trace=[] if cfg.trace_arrivals else None, shared_buffer=p.shared_buffer)
-        self.pipeline = SwitchPipeline.from_config(cfg, ports, on_window=self._window)
+        self.pipeline = SwitchPipeline.from_config(cfg, ports,
+                                                   on_window=self.telemetry.write)
         self.fidelity = {ifindex: PortFidelity(cfg.ports[p.name].rate_bps)
                          for ifindex, p in ports.items()}
         self.kernel: KernelQueues | None = None
@@ -92,12 +94,6 @@ class Agent:
         self.control_errors = 0          # commands that hit a bug (see control())
 
     # --- telemetry --------------------------------------------------------------
-    def _window(self, rec: WindowRecord, marks_red: int, marks_symphony: int) -> None:
-        r = rec._asdict()
-        r["t_s"] = r.pop("t_start_s")
-        self.telemetry.write({"type": "window", **r, "marks_red": marks_red,
-                              "marks_symphony": marks_symphony})
-
     def _sample_ports(self, now: float) -> None:
         """One ``port`` record per port that had traffic or a queue since the last sample
         (an idle port's queue is zero and its counters unchanged: nothing to write)."""
@@ -107,13 +103,11 @@ class Agent:
             if c.pkts == port.sampled_pkts and q == 0.0 and port.window_max_q_bytes == 0.0:
                 continue
             port.sampled_pkts = c.pkts
-            self.telemetry.write({"type": "port", "t_s": now, "port": port.name, "q_bytes": q,
-                                  "max_q_bytes": max(q, port.window_max_q_bytes),
-                                  "pkts": c.pkts, "bytes": c.bytes,
-                                  "marks": c.marks_red + c.marks_symphony + c.marks_both,
-                                  "marks_red": c.marks_red, "marks_symphony": c.marks_symphony,
-                                  "marks_both": c.marks_both,
-                                  "model_drops": c.model_drops, "fault_drops": c.fault_drops})
+            self.telemetry.write(PortSample(
+                t_s=now, port=port.name, q_bytes=q, max_q_bytes=max(q, port.window_max_q_bytes),
+                pkts=c.pkts, bytes=c.bytes, marks=c.marks_red + c.marks_symphony + c.marks_both,
+                marks_red=c.marks_red, marks_symphony=c.marks_symphony, marks_both=c.marks_both,
+                model_drops=c.model_drops, fault_drops=c.fault_drops))
             port.window_max_q_bytes = q
 
     def _sample_kernel(self, now: float) -> None:
@@ -123,10 +117,9 @@ class Agent:
             model = self.pipeline.ports[ifindex].queue.backlog(now)
             self.fidelity[ifindex].sample(now, model, k.backlog_bytes, k.sent_bytes)
             if model or k.backlog_bytes:
-                self.telemetry.write({"type": "kernel_q", "t_s": now,
-                                      "port": self.pipeline.ports[ifindex].name,
-                                      "model_bytes": model, "kernel_bytes": k.backlog_bytes,
-                                      "sent_bytes": k.sent_bytes, "drops": k.drops})
+                self.telemetry.write(KernelQueue(
+                    t_s=now, port=self.pipeline.ports[ifindex].name, model_bytes=model,
+                    kernel_bytes=k.backlog_bytes, sent_bytes=k.sent_bytes, drops=k.drops))
 
     def stats(self) -> dict:
         now = time.monotonic()
@@ -197,9 +190,9 @@ class Agent:
             return _logged(data), {"ok": False, "error": where + str(e)[:500]}
         except Exception as e:       # a bug, not the sender's fault: answer, log, go on
             self.control_errors += 1
-            self.telemetry.write({"type": "control_error", "t_s": time.monotonic(),
-                                  "command": _logged(data), "error": repr(e)[:500],
-                                  "traceback": traceback.format_exc(limit=8)[-4000:]})
+            self.telemetry.write(ControlError(
+                t_s=time.monotonic(), command=_logged(data), error=repr(e)[:500],
+                traceback=traceback.format_exc(limit=8)[-4000:]))
             return _logged(data), {"ok": False,
                                    "error": f"internal error {type(e).__name__}: {str(e)[:200]}"}
 
@@ -209,8 +202,7 @@ class Agent:
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:
-            self.telemetry.write({"type": "control_error", "t_s": time.monotonic(),
-                                  "error": f"recv: {e!r}"})
+            self.telemetry.write(ControlError(t_s=time.monotonic(), error=f"recv: {e!r}"))
             return
         if flags & socket.MSG_TRUNC:
             cmd, reply = _logged(data), {"ok": False, "error": "a command is at most "
@@ -218,8 +210,7 @@ class Agent:
         else:
             cmd, reply = self.control(data)
         if not (reply.get("ok") and isinstance(cmd, dict) and cmd.get("cmd") == "stats"):
-            self.telemetry.write({"type": "control", "t_s": time.monotonic(), "command": cmd,
-                                  "reply": reply})
+            self.telemetry.write(Control(t_s=time.monotonic(), command=cmd, reply=reply))
         if peer:
             try:
                 self.ctl.sendto(json.dumps(reply).encode(), peer)
@@ -239,8 +230,8 @@ class Agent:
             self.ctl.setblocking(False)
         if cfg.kernel_sample_interval_s > 0:
             self.kernel = self.ns.run(KernelQueues)
-        self.telemetry.write({"type": "start", "t_s": time.monotonic(), "pid": os.getpid(),
-                              "config": cfg.to_dict()})
+        self.telemetry.write(AgentStart(t_s=time.monotonic(), pid=os.getpid(),
+                                        config=cfg.to_dict()))
         self.telemetry.flush()
         now = time.monotonic()
         self.next_sample = now + cfg.sample_interval_s
@@ -264,10 +255,10 @@ class Agent:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         cpu = usage.ru_utime + usage.ru_stime
         # CPU and memory are the process's; a switch's share of the CPU is an even split
-        final = {"type": "final", "t_s": time.monotonic(), **self.stats(),
-                 "max_rss_bytes": usage.ru_maxrss * 1024, "cpu_s": cpu / group_size,
-                 "process": {"pid": os.getpid(), "switches": group_size, "cpu_s": cpu,
-                             "sys_s": usage.ru_stime}}
+        final = AgentFinal(**self.stats(), max_rss_bytes=usage.ru_maxrss * 1024,
+                           cpu_s=cpu / group_size,
+                           process={"pid": os.getpid(), "switches": group_size, "cpu_s": cpu,
+                                    "sys_s": usage.ru_stime})
         if self.nfq is not None:
             self.nfq.close()
         if self.kernel is not None:
@@ -278,23 +269,21 @@ class Agent:
         for port in self.pipeline.ports.values():
             if port.trace is not None:
                 self.telemetry.write(self._arrivals(port))
-        self.telemetry.write({"type": "flow_ports", "switch": self.cfg.switch, "flows": [
-            [job, channel, step, socket.inet_ntoa(ips[:4]), socket.inet_ntoa(ips[4:]), port]
-            for (job, channel, step, ips), port in self.pipeline.flow_ports.items()]})
+        self.telemetry.write(self.pipeline.flow_ports_record(self.cfg.switch))
         self.telemetry.close()
 
 
-    def _arrivals(self, port) -> dict:
+    def _arrivals(self, port) -> Arrivals:
         """A port's arrival trace as one record (columns), with what a replay needs: the
         queue's parameters, the rate it ended at (a replay assumes the configured one
         throughout and says so if they differ) and the RED thresholds it used."""
         p, red = self.cfg.ports[port.name], self.cfg.red
         cols = list(zip(*port.trace)) or [(), (), (), ()]
-        return {"type": "arrivals", "switch": self.cfg.switch, "port": port.name,
-                "rate_bps": p.rate_bps, "final_rate_bps": port.queue.rate_Bps * 8,
-                "buffer_bytes": p.buffer_bytes, "burst_bytes": p.burst_bytes,
-                "red": red.to_dict(), "t_s": cols[0], "bytes": cols[1],
-                "q_bytes": [round(q, 1) for q in cols[2]], "roce": cols[3]}
+        return Arrivals(switch=self.cfg.switch, port=port.name, rate_bps=p.rate_bps,
+                        final_rate_bps=port.queue.rate_Bps * 8, buffer_bytes=p.buffer_bytes,
+                        burst_bytes=p.burst_bytes, red=red.to_dict(), t_s=list(cols[0]),
+                        bytes=list(cols[1]), q_bytes=[round(q, 1) for q in cols[2]],
+                        roce=list(cols[3]))
 
 
 def serve(agents: list[Agent], running) -> None:

@@ -26,10 +26,12 @@ as the verdict: ``None`` (accept unchanged), ``b""`` (drop) or the rewritten pac
 from __future__ import annotations
 
 import random
+import socket
 from dataclasses import dataclass, field
 from typing import Callable
 
 from runtime import wire
+from runtime.records import FlowPorts, Window
 from switch_agent.config import RedParams
 from switch_agent.queue_model import L2_HEADER_BYTES, EgressQueue, red_probability
 from switch_agent.schemes import SCHEMES, SwitchScheme
@@ -77,7 +79,7 @@ class SwitchPipeline:
     def __init__(self, ports: dict[int, Port], red: RedParams, tracker: SymphonyTracker,
                  random: Callable[[], float], *, scheme: str = "baseline",
                  tracking: str = "job", drop_fraction: float = 0.0,
-                 on_window: Callable[[WindowRecord, int, int], None] | None = None):
+                 on_window: Callable[[Window], None] | None = None):
         self.ports = ports
         self.red = red
         self.tracker = tracker
@@ -126,9 +128,18 @@ class SwitchPipeline:
         self.set_scheme("symphony" if enabled else "baseline")
 
     def _window_closed(self, rec: WindowRecord) -> None:
-        marks = self._job_marks.pop(rec.job, None) or (0, 0)
+        red, symphony = self._job_marks.pop(rec.job, None) or (0, 0)
         if self._on_window is not None:
-            self._on_window(rec, marks[0], marks[1])
+            self._on_window(Window(job=rec.job, window=rec.window, t_s=rec.t_start_s,
+                                   step_min=rec.step_min, psn_rec=rec.psn_rec,
+                                   alpha=rec.alpha, cnt_total=rec.cnt_total,
+                                   cnt_op=rec.cnt_op, marks_red=red, marks_symphony=symphony))
+
+    def flow_ports_record(self, switch: str) -> FlowPorts:
+        """Where each RoCE flow left this switch, for the report's replay."""
+        return FlowPorts(switch=switch, flows=[
+            [job, channel, step, socket.inet_ntoa(ips[:4]), socket.inet_ntoa(ips[4:]), port]
+            for (job, channel, step, ips), port in self.flow_ports.items()])
 
     def handle(self, pkt, outdev: int, now_s: float):
         port = self.ports.get(outdev)

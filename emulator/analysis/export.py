@@ -38,10 +38,10 @@ import json
 import os
 import time
 
-from emulator import plan as planning
 from emulator.analysis.split import recorded_paths, recorded_ports
 from emulator.rundir import RunFolder
-from emulator.spec import SpecError, validate
+from runtime.records import (CollectiveDone, Control, FlowReceived, FlowSent, KernelQueue,
+                             PortSample, Window)
 from runtime.scale import Scale
 from topologies import wiring
 
@@ -65,27 +65,23 @@ class _Run:
         self.folder = RunFolder(rundir)
         self.man = self.folder.manifest
         self.meas = self.folder.measurements
-        sends = self.folder.host_records("send_flow")
-        self.t0 = self.meas.get("t_start", min((s["start_s"] for s in sends), default=0.0))
-        try:
-            spec = validate(self.man["spec"], self.man.get("spec_path") or "manifest.json")
-            self.plan = planning.compile(spec, self.man["scheme"], self.man["seed"])
-        except SpecError:        # a folder from before a check its spec no longer passes
-            self.plan = None
-        self.host_of = ({c.ip: h for h, c in self.plan.hosts.items()} if self.plan else {})
-        self.ports = recorded_ports(self.folder, self.plan) if self.plan else {}
-        self.paths = recorded_paths(self.folder, self.plan, self.ports) if self.plan else {}
-        self.steps = {x["job"]: x["steps"] for x in self.man["layouts"]}
-        self.ranks = {x["job"]: {h: i for i, h in enumerate(x["hosts"])}
-                      for x in self.man["layouts"]}
-        self.switches = wiring.switch_names(self.plan.fabric) if self.plan else []
-        self._agent: dict[str, list[dict]] = {}
+        self.plan = self.folder.plan
+        self.sends = self.folder.host_records(FlowSent)
+        self.recvs = self.folder.host_records(FlowReceived)
+        self.t0 = self.meas.get("t_start", min((s.start_s for s in self.sends), default=0.0))
+        self.host_of = {c.ip: h for h, c in self.plan.hosts.items()}
+        self.ports = recorded_ports(self.folder, self.plan)
+        self.paths = recorded_paths(self.folder, self.plan, self.ports)
+        self.steps = {x.job: x.steps for x in self.plan.layouts}
+        self.ranks = {x.job: {h: i for i, h in enumerate(x.hosts)} for x in self.plan.layouts}
+        self.switches = wiring.switch_names(self.plan.fabric)
+        self._agent: dict[str, list] = {}
 
-    def agent(self, switch: str, kind: str) -> list[dict]:
-        """A switch's telemetry records of one type (its file read once)."""
+    def agent(self, switch: str, kind: type) -> list:
+        """A switch's records of one type (its file read once)."""
         if switch not in self._agent:
             self._agent[switch] = self.folder.agent_records(switch)
-        return [x for x in self._agent[switch] if x.get("type") == kind]
+        return [x for x in self._agent[switch] if type(x) is kind]
 
     def rel(self, t: float | None) -> float | None:
         return None if t is None else round(t - self.t0, 9)
@@ -100,37 +96,35 @@ class _Run:
 # --- tables ------------------------------------------------------------------------------
 
 def flow_rows(r: _Run) -> list[dict]:
-    recvs = {(x["job"], x["channel"], x["step"], x["src"], x["dst"]): x
-             for x in r.folder.host_records("recv_flow")}
+    recvs = {(x.job, x.channel, x.step, x.src, x.dst): x for x in r.recvs}
     rows = []
-    for s in r.folder.host_records("send_flow"):
-        key = (s["job"], s["channel"], s["step"], s["src"], s["dst"])
-        rv = recvs.get(key, {})
-        p, st = r.pass_step(s["job"], s["step"])
-        src = r.host_of.get(s["src"], s["src"])
+    for s in r.sends:
+        key = (s.job, s.channel, s.step, s.src, s.dst)
+        rv = recvs.get(key)
+        p, st = r.pass_step(s.job, s.step)
+        src = r.host_of.get(s.src, s.src)
         path = r.paths.get(key, ())
-        rows.append({"job": s["job"], "ring": s["channel"], "pass": p, "step": st,
-                     "rank": r.ranks.get(s["job"], {}).get(src), "src": src,
-                     "dst": r.host_of.get(s["dst"], s["dst"]),
+        rows.append({"job": s.job, "ring": s.channel, "pass": p, "step": st,
+                     "rank": r.ranks.get(s.job, {}).get(src), "src": src,
+                     "dst": r.host_of.get(s.dst, s.dst),
                      "path": ">".join(path),
                      "egress_ports": ">".join(r.ports[key][n] for n in path
                                               if n in r.ports.get(key, {})),
-                     "start_s": r.rel(s["start_s"]), "end_s": r.rel(rv.get("end_s")),
-                     "bytes": s["bytes"], "packets": s.get("packets"),
-                     "retransmits": s.get("retransmits", 0), "timeouts": s.get("timeouts", 0),
-                     "cnps": s.get("cnps", 0), "ce_marks": rv.get("ce", 0)})
+                     "start_s": r.rel(s.start_s), "end_s": r.rel(rv and rv.end_s),
+                     "bytes": s.bytes, "packets": s.packets, "retransmits": s.retransmits,
+                     "timeouts": s.timeouts, "cnps": s.cnps, "ce_marks": rv.ce if rv else 0})
     rows.sort(key=lambda x: (x["job"], x["start_s"] if x["start_s"] is not None else 0.0))
     return rows
 
 
 def step_rows(r: _Run) -> list[dict]:
     rows = []
-    for x in r.folder.host_records("recv_flow"):
-        host = r.host_of.get(x["dst"], x["dst"])
-        p, st = r.pass_step(x["job"], x["step"])
-        rows.append({"job": x["job"], "rank": r.ranks.get(x["job"], {}).get(host), "host": host,
-                     "pass": p, "step": st, "ring": x["channel"],
-                     "start_s": r.rel(x.get("start_s")), "end_s": r.rel(x.get("end_s"))})
+    for x in r.recvs:
+        host = r.host_of.get(x.dst, x.dst)
+        p, st = r.pass_step(x.job, x.step)
+        rows.append({"job": x.job, "rank": r.ranks.get(x.job, {}).get(host), "host": host,
+                     "pass": p, "step": st, "ring": x.channel,
+                     "start_s": r.rel(x.start_s), "end_s": r.rel(x.end_s)})
     rows.sort(key=lambda x: (x["job"], x["rank"] if x["rank"] is not None else -1,
                              x["pass"], x["step"]))
     return rows
@@ -139,22 +133,24 @@ def step_rows(r: _Run) -> list[dict]:
 def port_rows(r: _Run) -> list[dict]:
     rows = []
     for sw in r.switches:
-        for x in r.agent(sw, "port"):
-            rows.append({"switch": sw, "port": x["port"], "t_s": r.rel(x["t_s"]),
-                         "q_bytes": x["q_bytes"], "max_q_bytes": x.get("max_q_bytes"),
-                         "pkts": x["pkts"], "bytes": x["bytes"],
-                         "marks_red": x.get("marks_red", x.get("marks")),
-                         "marks_symphony": x.get("marks_symphony", ""),
-                         "marks_both": x.get("marks_both", ""),
-                         "model_drops": x.get("model_drops", 0),
-                         "fault_drops": x.get("fault_drops", 0)})
+        for x in r.agent(sw, PortSample):
+            rows.append({"switch": sw, "port": x.port, "t_s": r.rel(x.t_s),
+                         "q_bytes": x.q_bytes, "max_q_bytes": x.max_q_bytes,
+                         "pkts": x.pkts, "bytes": x.bytes, "marks_red": x.marks_red,
+                         "marks_symphony": _blank(x.marks_symphony),
+                         "marks_both": _blank(x.marks_both),
+                         "model_drops": x.model_drops, "fault_drops": x.fault_drops})
     return rows
 
 
 def kernel_queue_rows(r: _Run) -> list[dict]:
-    return [{"switch": sw, "port": x["port"], "t_s": r.rel(x["t_s"]),
-             **{k: x[k] for k in KERNEL_QUEUE_COLUMNS[3:]}}
-            for sw in r.switches for x in r.agent(sw, "kernel_q")]
+    return [{"switch": sw, "port": x.port, "t_s": r.rel(x.t_s),
+             **{k: getattr(x, k) for k in KERNEL_QUEUE_COLUMNS[3:]}}
+            for sw in r.switches for x in r.agent(sw, KernelQueue)]
+
+
+def _blank(x):
+    return "" if x is None else x
 
 
 def write_tables(rundir: str, r: _Run | None = None) -> list[str]:
@@ -235,33 +231,33 @@ def trace(r: _Run) -> dict:
     for i, sw in enumerate(r.switches):
         pid = SWITCH_PID0 + i
         ev.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": sw}})
-        for x in r.agent(sw, "port"):
-            ts = r.rel(x["t_s"]) * us
-            ev.append({"name": f"{x['port']} queue (B)", "ph": "C", "pid": pid, "ts": ts,
-                       "args": {"q_bytes": x["q_bytes"]}})
-            if "marks_red" in x:
-                ev.append({"name": f"{x['port']} marks", "ph": "C", "pid": pid, "ts": ts,
-                           "args": {"red": x["marks_red"], "symphony": x["marks_symphony"],
-                                    "both": x["marks_both"]}})
-        for x in r.agent(sw, "window"):
-            ev.append({"name": f"job {x['job']} tracker", "ph": "C", "pid": pid,
-                       "ts": r.rel(x["t_s"]) * us,
-                       "args": {"step_min": x["step_min"], "alpha": x["alpha"]}})
-        for x in r.agent(sw, "control"):
-            cmd = x.get("command") if isinstance(x.get("command"), dict) else {}
+        for x in r.agent(sw, PortSample):
+            ts = r.rel(x.t_s) * us
+            ev.append({"name": f"{x.port} queue (B)", "ph": "C", "pid": pid, "ts": ts,
+                       "args": {"q_bytes": x.q_bytes}})
+            if x.marks_symphony is not None:        # None: a run from before marks by cause
+                ev.append({"name": f"{x.port} marks", "ph": "C", "pid": pid, "ts": ts,
+                           "args": {"red": x.marks_red, "symphony": x.marks_symphony,
+                                    "both": x.marks_both}})
+        for x in r.agent(sw, Window):
+            ev.append({"name": f"job {x.job} tracker", "ph": "C", "pid": pid,
+                       "ts": r.rel(x.t_s) * us,
+                       "args": {"step_min": x.step_min, "alpha": x.alpha}})
+        for x in r.agent(sw, Control):
+            cmd = x.command if isinstance(x.command, dict) else {}
             if cmd.get("cmd") == "symphony":
                 what = ("on" if cmd["enabled"] else "off") if "enabled" in cmd else "set " + \
                     " ".join(f"{k}={v}" for k, v in cmd.items() if k != "cmd")
                 ev.append({"name": f"symphony {what}", "ph": "i", "s": "p", "pid": pid,
-                           "ts": r.rel(x["t_s"]) * us, "args": {"reply_ok": bool(
-                               (x.get("reply") or {}).get("ok"))}})
+                           "ts": r.rel(x.t_s) * us, "args": {"reply_ok": bool(
+                               (x.reply or {}).get("ok"))}})
     for p in r.meas.get("perturbations", []):
         if "fired_s" in p:
             ev.append({"name": p["what"], "cat": "perturbation", "ph": "i", "s": "g",
                        "pid": 0, "ts": p["fired_s"] * us})
     return {"traceEvents": ev, "displayTimeUnit": "ms",
             "otherData": {"run": r.man["name"], "scheme": r.man["scheme"],
-                          "seed": r.man["seed"], "dilation": r.man["scale"]["dilation"],
+                          "seed": r.man["seed"], "dilation": r.plan.scale.dilation,
                           "time": "emulated microseconds since t = 0; real-scale time = "
                                   "emulated / dilation"}}
 
@@ -364,11 +360,10 @@ def rank_times(rundir: str) -> dict:
     """{(job, pass): {rank: seconds}} from a run's per-rank ``collective`` records: each
     rank's end less the pass's earliest start, so that the largest is the pass's CCT (as
     nccl-tests' per-iteration time is the largest over its processes)."""
-    from emulator.rundir import RunFolder
     out: dict = {}
-    for c in RunFolder(rundir).host_records("collective"):
-        out.setdefault((c["job"], c["pass"]), []).append(c)
-    return {k: {c["rank"]: c["end_s"] - min(x["start_s"] for x in cs) for c in cs}
+    for c in RunFolder(rundir).host_records(CollectiveDone):
+        out.setdefault((c.job, c.pass_index), []).append(c)
+    return {k: {c.rank: c.end_s - min(x.start_s for x in cs) for c in cs}
             for k, cs in out.items()}
 
 

@@ -33,17 +33,18 @@ import os
 import sys
 
 from emulator.rundir import RunFolder, run_folders
+from runtime.records import Arrivals
 from switch_agent.queue_model import EgressQueue, red_probability
 
 DIFFER_P = 0.05
 
 
-def backlogs(rec: dict) -> tuple[list[float], list[float], float]:
+def backlogs(rec: Arrivals) -> tuple[list[float], list[float], float]:
     """(backlog each packet found incl. itself, -1 if dropped; backlog it left behind when
     its last byte left, None if dropped; the largest difference from the recorded found
     backlogs) of one port's arrival record."""
-    t, nbytes, recorded = rec["t_s"], rec["bytes"], rec["q_bytes"]
-    q1 = EgressQueue(rec["rate_bps"], rec["buffer_bytes"], rec["burst_bytes"])
+    t, nbytes, recorded = rec.t_s, rec.bytes, rec.q_bytes
+    q1 = EgressQueue(rec.rate_bps, rec.buffer_bytes, rec.burst_bytes)
     found, worst = [], 0.0
     for ti, li, qi in zip(t, nbytes, recorded):
         q = q1.enqueue(li, ti)
@@ -52,8 +53,8 @@ def backlogs(rec: dict) -> tuple[list[float], list[float], float]:
             worst = float("inf")              # one replay dropped what the other queued
         elif q >= 0:
             worst = max(worst, abs(q - qi))
-    rate_Bps = rec["rate_bps"] / 8
-    q2 = EgressQueue(rec["rate_bps"], rec["buffer_bytes"], rec["burst_bytes"])
+    rate_Bps = rec.rate_bps / 8
+    q2 = EgressQueue(rec.rate_bps, rec.buffer_bytes, rec.burst_bytes)
     left, j, n = [], 0, len(t)
     for i in range(n):
         if found[i] < 0:
@@ -67,18 +68,18 @@ def backlogs(rec: dict) -> tuple[list[float], list[float], float]:
     return found, left, worst
 
 
-def replay_port(rec: dict) -> dict:
+def replay_port(rec: Arrivals) -> dict:
     """One port's arrival record -> its comparison (see the module docstring)."""
-    red = rec["red"]
+    red = rec.red
     kmin, kmax, pmax = red["kmin_bytes"], red["kmax_bytes"], red["pmax"]
     if red.get("rate_ref_bps"):
-        f = rec["rate_bps"] / red["rate_ref_bps"]
+        f = rec.rate_bps / red["rate_ref_bps"]
         kmin, kmax = kmin * f, kmax * f
     found, left, worst = backlogs(rec)
-    rate_Bps = rec["rate_bps"] / 8
+    rate_Bps = rec.rate_bps / 8
     enq = deq = sojourn = weight = 0.0
     differ = packets = 0
-    for q, q_left, roce in zip(found, left, rec["roce"]):
+    for q, q_left, roce in zip(found, left, rec.roce):
         if q < 0 or not roce or not red["enabled"]:
             continue
         p_in = red_probability(q, kmin, kmax, pmax)
@@ -89,7 +90,7 @@ def replay_port(rec: dict) -> dict:
         differ += abs(p_in - p_out) > DIFFER_P
         sojourn += q / rate_Bps * (p_in + p_out)
         weight += p_in + p_out
-    return {"switch": rec["switch"], "port": rec["port"], "packets": packets,
+    return {"switch": rec.switch, "port": rec.port, "packets": packets,
             "marks_enqueue": enq, "marks_dequeue": deq, "differ": differ,
             "lead_s": sojourn / weight if weight else 0.0, "replay_error_bytes": worst}
 
@@ -98,9 +99,9 @@ def replay_run(run: RunFolder) -> dict:
     """Every traced port of one run; ``skipped``: ports whose rate changed."""
     ports, skipped = [], []
     for switch in sorted(_switches(run)):
-        for rec in run.agent_records(switch, "arrivals"):
-            if abs(rec["final_rate_bps"] - rec["rate_bps"]) > 1e-6 * rec["rate_bps"]:
-                skipped.append(f"{switch}:{rec['port']}")
+        for rec in run.agent_records(switch, Arrivals):
+            if abs(rec.final_rate_bps - rec.rate_bps) > 1e-6 * rec.rate_bps:
+                skipped.append(f"{switch}:{rec.port}")
                 continue
             ports.append(replay_port(rec))
     m = run.manifest

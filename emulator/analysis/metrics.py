@@ -19,47 +19,64 @@ A *flow* here is one step's transfer between two ranks, joined from the sender's
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
+from runtime.records import CollectiveDone, FlowReceived, FlowSent
 
-def join_flows(sends: list[dict], recvs: list[dict]) -> list[dict]:
-    """One record per flow that both ends logged (sender start, receiver end)."""
-    by_key = {(r["job"], r["channel"], r["step"], r["src"], r["dst"]): r for r in recvs}
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """One step's flow as both ends logged it: from the sender's first packet to the
+    receiver's last in order."""
+    job: int
+    channel: int
+    step: int
+    src: str
+    dst: str
+    bytes: int
+    t_start: float
+    t_end: float
+    retransmits: int
+    cnps: int
+
+
+def join_flows(sends: list[FlowSent], recvs: list[FlowReceived]) -> list[Transfer]:
+    """One transfer per flow that both ends logged (sender start, receiver end)."""
+    by_key = {(r.job, r.channel, r.step, r.src, r.dst): r for r in recvs}
     flows = []
     for s in sends:
-        r = by_key.get((s["job"], s["channel"], s["step"], s["src"], s["dst"]))
-        if r is None or r.get("end_s") is None:
+        r = by_key.get((s.job, s.channel, s.step, s.src, s.dst))
+        if r is None or r.end_s is None:
             continue
-        flows.append({"job": s["job"], "channel": s["channel"], "step": s["step"],
-                      "src": s["src"], "dst": s["dst"], "bytes": s["bytes"],
-                      "t_start": s["start_s"], "t_end": r["end_s"],
-                      "retransmits": s.get("retransmits", 0), "cnps": s.get("cnps", 0)})
+        flows.append(Transfer(s.job, s.channel, s.step, s.src, s.dst, s.bytes, s.start_s,
+                              r.end_s, s.retransmits, s.cnps))
     return flows
 
 
-def collective_times(records: list[dict]) -> dict[tuple, dict]:
+def collective_times(records: list[CollectiveDone]) -> dict[tuple, dict]:
     """(job, pass) -> start, end, cct_s, verified (all ranks), ranks."""
     groups = defaultdict(list)
     for r in records:
-        groups[(r["job"], r["pass"])].append(r)
+        groups[(r.job, r.pass_index)].append(r)
     out = {}
     for key, rs in sorted(groups.items()):
-        start = min(r["start_s"] for r in rs)
-        end = max(r["end_s"] for r in rs)
+        start = min(r.start_s for r in rs)
+        end = max(r.end_s for r in rs)
         out[key] = {"start_s": start, "end_s": end, "cct_s": end - start,
-                    "verified": all(r["verified"] for r in rs), "ranks": len(rs)}
+                    "verified": all(r.verified for r in rs), "ranks": len(rs)}
     return out
 
 
-def overlap_timeline(flows: list[dict], job: int) -> tuple[np.ndarray, np.ndarray]:
+def overlap_timeline(flows: list[Transfer], job: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact step-function of the degree of step overlap: (event times, value from each
     time until the next)."""
     events = []
     for f in flows:
-        if f["job"] == job:
-            events.append((f["t_start"], 1, f["step"]))
-            events.append((f["t_end"], -1, f["step"]))
+        if f.job == job:
+            events.append((f.t_start, 1, f.step))
+            events.append((f.t_end, -1, f.step))
     events.sort(key=lambda e: (e[0], -e[1]))
     active: dict[int, int] = defaultdict(int)
     ts, vs = [], []
@@ -76,28 +93,28 @@ def overlap_timeline(flows: list[dict], job: int) -> tuple[np.ndarray, np.ndarra
     return np.array(ts), np.array(vs)
 
 
-def max_overlap(flows: list[dict], job: int) -> int:
+def max_overlap(flows: list[Transfer], job: int) -> int:
     _, v = overlap_timeline(flows, job)
     return int(v.max()) if len(v) else 0
 
 
-def step_completion(flows: list[dict], job: int, rate_bps: float,
+def step_completion(flows: list[Transfer], job: int, rate_bps: float,
                     wire_bytes=lambda b: b) -> dict:
     """Per step: completion time, duration since the previous step's completion, and the
     normalized completion rate (1 = the ideal chunk time at link rate)."""
     by_step = defaultdict(list)
     for f in flows:
-        if f["job"] == job:
-            by_step[f["step"]].append(f)
+        if f.job == job:
+            by_step[f.step].append(f)
     steps = sorted(by_step)
     if not steps:
         return {"steps": [], "t_done": [], "duration_s": [], "normalized_rate": []}
-    t_prev = min(f["t_start"] for f in by_step[steps[0]])
+    t_prev = min(f.t_start for f in by_step[steps[0]])
     done, dur, norm = [], [], []
     for s in steps:
-        t = max(f["t_end"] for f in by_step[s])
+        t = max(f.t_end for f in by_step[s])
         d = t - t_prev
-        ideal = wire_bytes(max(f["bytes"] for f in by_step[s])) * 8 / rate_bps
+        ideal = wire_bytes(max(f.bytes for f in by_step[s])) * 8 / rate_bps
         done.append(t)
         dur.append(d)
         norm.append(ideal / d if d > 0 else float("nan"))
@@ -105,31 +122,31 @@ def step_completion(flows: list[dict], job: int, rate_bps: float,
     return {"steps": steps, "t_done": done, "duration_s": dur, "normalized_rate": norm}
 
 
-def last_step_span(flows: list[dict], job: int) -> float:
-    mine = [f for f in flows if f["job"] == job]
+def last_step_span(flows: list[Transfer], job: int) -> float:
+    mine = [f for f in flows if f.job == job]
     if not mine:
         return 0.0
-    last = max(f["step"] for f in mine)
-    ends = [f["t_end"] for f in mine if f["step"] == last]
+    last = max(f.step for f in mine)
+    ends = [f.t_end for f in mine if f.step == last]
     return max(ends) - min(ends)
 
 
-def throughput_timeline(flows: list[dict], job: int | None, bin_s: float,
+def throughput_timeline(flows: list[Transfer], job: int | None, bin_s: float,
                         t0: float | None = None, t1: float | None = None):
     """(bin start times, bit/s) of the delivered bytes of ``job`` (all jobs if None)."""
-    mine = [f for f in flows if job is None or f["job"] == job]
+    mine = [f for f in flows if job is None or f.job == job]
     if not mine:
         return np.array([]), np.array([])
-    t0 = min(f["t_start"] for f in mine) if t0 is None else t0
-    t1 = max(f["t_end"] for f in mine) if t1 is None else t1
+    t0 = min(f.t_start for f in mine) if t0 is None else t0
+    t1 = max(f.t_end for f in mine) if t1 is None else t1
     n = max(1, int(np.ceil((t1 - t0) / bin_s - 1e-9)))   # 0.07 / 0.01 is 7.000000000000001
     edges = t0 + bin_s * np.arange(n + 1)
     out = np.zeros(n)
     for f in mine:
-        a, b = f["t_start"], f["t_end"]
+        a, b = f.t_start, f.t_end
         if b <= a:
             continue
-        rate = f["bytes"] * 8 / (b - a)
+        rate = f.bytes * 8 / (b - a)
         lo = np.clip(edges[:-1], a, b)
         hi = np.clip(edges[1:], a, b)
         out += rate * (hi - lo)

@@ -28,19 +28,6 @@ def _flows(run: dict) -> list[dict]:
     return RunFolder(run["rundir"]).flows()
 
 
-def _host_names(manifest: dict) -> dict[str, str]:
-    """IP -> host name (h0, h1, ...) as the tables name hosts; {} for a folder whose spec
-    no longer compiles (its plots then show IPs)."""
-    from emulator import plan as planning
-    from emulator.spec import SpecError, validate
-    try:
-        spec = validate(manifest["spec"], manifest.get("spec_path") or "manifest.json")
-        plan = planning.compile(spec, manifest["scheme"], manifest["seed"])
-    except (SpecError, KeyError, ValueError):
-        return {}
-    return {c.ip: h for h, c in plan.hosts.items()}
-
-
 def _first_seed_runs(runs: list[dict]) -> list[dict]:
     seen, out = set(), []
     for r in runs:
@@ -50,14 +37,15 @@ def _first_seed_runs(runs: list[dict]) -> list[dict]:
     return out
 
 
-def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
-    rate = manifest["link_rate_bps"]
-    mtu = manifest["mtu_bytes"]
-    dilation = manifest["scale"]["dilation"]       # emulated rates x D = the real scale's
+def plot_all(out_dir: str, runs: list[dict], folder: RunFolder) -> list[str]:
+    """The run set's plots (``folder``: one of its runs, for the plan they share)."""
+    plan = folder.plan
+    rate, mtu = plan.link_rate_bps, plan.mtu_bytes
+    dilation = plan.scale.dilation                 # emulated rates x D = the real scale's
     shown = _first_seed_runs(runs)
     flows = {id(r): _flows(r) for r in shown}
     job = runs[0]["jobs"][0]["job"]
-    t0 = {id(r): min((f["t_start"] for f in flows[id(r)] if f["job"] == job), default=0.0)
+    t0 = {id(r): min((f.t_start for f in flows[id(r)] if f.job == job), default=0.0)
           for r in shown}
     paths = []
 
@@ -66,18 +54,18 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
                                        mtu, os.path.join(out_dir, "overlap_and_step_rate.png")))
 
     # Gantt of one ring per scheme: each sender's flows, coloured by step (a key beside).
-    names = _host_names(manifest)
+    names = {c.ip: h for h, c in plan.hosts.items()}
     fig, axes = plt.subplots(len(shown), 1, figsize=(12, 2.2 + 1.4 * len(shown)), squeeze=False)
     for ax, r in zip(axes[:, 0], shown):
-        mine = [f for f in flows[id(r)] if f["job"] == job and f["channel"] == 0]
-        senders = sorted({f["src"] for f in mine}, key=lambda ip: tuple(map(int, ip.split("."))))
-        steps = sorted({f["step"] for f in mine}) or [0]
+        mine = [f for f in flows[id(r)] if f.job == job and f.channel == 0]
+        senders = sorted({f.src for f in mine}, key=lambda ip: tuple(map(int, ip.split("."))))
+        steps = sorted({f.step for f in mine}) or [0]
         cmap = plt.get_cmap("viridis")
         norm = matplotlib.colors.Normalize(steps[0], max(steps[-1], steps[0] + 1))
         for f in mine:
-            y = senders.index(f["src"])
-            ax.barh(y, (f["t_end"] - f["t_start"]) * 1e3, left=(f["t_start"] - t0[id(r)]) * 1e3,
-                    height=0.6, color=cmap(norm(f["step"])), edgecolor="k", lw=0.3)
+            y = senders.index(f.src)
+            ax.barh(y, (f.t_end - f.t_start) * 1e3, left=(f.t_start - t0[id(r)]) * 1e3,
+                    height=0.6, color=cmap(norm(f.step)), edgecolor="k", lw=0.3)
         ax.set_yticks(range(len(senders)), [names.get(ip, ip) for ip in senders], fontsize=7)
         ax.set_ylabel("sender")
         fig.colorbar(matplotlib.cm.ScalarMappable(norm, cmap), ax=ax, pad=0.01,
@@ -94,8 +82,8 @@ def plot_all(out_dir: str, runs: list[dict], manifest: dict) -> list[str]:
                              figsize=(12, 3.0 + (2.2 * (len(shown) - 1) if njobs > 1 else 0.8)))
     for k, r in enumerate(shown):
         ax = axes[k if njobs > 1 else 0, 0]
-        start = min((f["t_start"] for f in flows[id(r)]), default=0.0)
-        end = max((f["t_end"] for f in flows[id(r)]), default=0.0)
+        start = min((f.t_start for f in flows[id(r)]), default=0.0)
+        end = max((f.t_end for f in flows[id(r)]), default=0.0)
         if njobs > 1:                # the total first, wide and pale, under the jobs
             ts, bps = metrics.throughput_timeline(flows[id(r)], None, 0.05, start, end)
             if len(ts):
@@ -198,7 +186,7 @@ def plot_overlap_and_rate(curves: list, job: int, rate: float, mtu: int, path: s
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.2))
     for i, (label, r, flows) in enumerate(curves):
         color = COLORS.get(label.split(" ")[0]) if len(curves) <= 3 else None
-        t0 = min((f["t_start"] for f in flows if f["job"] == job), default=0.0)
+        t0 = min((f.t_start for f in flows if f.job == job), default=0.0)
         ts, vs = metrics.overlap_timeline(flows, job)
         if len(ts):
             a1.step((ts - t0) * 1e3, vs, where="post", label=label, color=color)
@@ -221,17 +209,17 @@ def plot_overlap_and_rate(curves: list, job: int, rate: float, mtu: int, path: s
     return path
 
 
-def plot_sweep(out_dir: str, points: list[tuple[str, dict, dict]]) -> str | None:
+def plot_sweep(out_dir: str, points: list[tuple[str, dict, RunFolder]]) -> str | None:
     """One overlap / step-rate plot across a sweep's points (first run of each)."""
     curves = []
-    for label, run, manifest in points:
+    for label, run, folder in points:
         if run["jobs"]:
-            curves.append((f"{label} ({run['scheme']})", run, _flows(run), manifest))
+            curves.append((f"{label} ({run['scheme']})", run, _flows(run), folder.plan))
     if not curves:
         return None
-    man = curves[0][3]
+    plan = curves[0][3]
     return plot_overlap_and_rate([c[:3] for c in curves], curves[0][1]["jobs"][0]["job"],
-                                 man["link_rate_bps"], man["mtu_bytes"],
+                                 plan.link_rate_bps, plan.mtu_bytes,
                                  os.path.join(out_dir, "sweep_overlap_and_step_rate.png"))
 
 

@@ -30,26 +30,20 @@ from emulator.analysis.evidence import (METRICS, evidence, evidence_text,  # noq
                                         noise_floor, primary_metric, print_evidence,
                                         print_noise)
 from emulator.perturbations import KINDS
-from emulator.plan.layout import JobLayout, collective_bytes, theoretical_cct_s
+from emulator.plan.layout import collective_bytes, theoretical_cct_s
 from emulator.schemes import SCHEMES
 from emulator.rundir import RunFolder, run_folders
+from runtime.records import CollectiveDone, FlowSent
 from hosts.collectives.order import IN_ORDER, ON_ARRIVAL
 from runtime.scale import Scale
 
 def analyze_run(rundir: str, twin: bool = True) -> dict:
     run = RunFolder(rundir)
-    man, meas = run.manifest, run.measurements
-    verdict.fill_agent_fidelity(run, meas)
-    rate, mtu = man["link_rate_bps"], man["mtu_bytes"]
-    # A manifest without a job's "order" is from before the rule was a choice: its ranks
-    # applied receives in step order.
-    lays = [JobLayout(**{**x, "hosts": tuple(x["hosts"]),
-                         "rings": tuple(tuple(r) for r in x["rings"]),
-                         "grid": tuple(tuple(r) for r in x["grid"]) if x["grid"] else None,
-                         "order": x.get("order", IN_ORDER)})
-            for x in man["layouts"]]
+    man, meas, plan = run.manifest, run.measurements, run.plan
+    rate, mtu = plan.link_rate_bps, plan.mtu_bytes
+    lays = plan.layouts
     flows = run.flows()
-    colls = metrics.collective_times(run.host_records("collective"))
+    colls = metrics.collective_times(run.host_records(CollectiveDone))
     # one clock: every time a run set's files give counts from the run's t = 0 (the hosts'
     # records are on the coordinator's monotonic clock, whose t = 0 is meas["t_start"])
     t0 = meas.get("t_start", 0.0)
@@ -97,9 +91,9 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
     messages = []
     if man["spec"].get("messages"):
         for m in flows:
-            messages.append({"src": m["src"], "dst": m["dst"], "job": m["job"], "step": m["step"],
-                             "bytes": m["bytes"], "start_s": m["t_start"] - t0,
-                             "end_s": m["t_end"] - t0, "fct_s": m["t_end"] - m["t_start"]})
+            messages.append({"src": m.src, "dst": m.dst, "job": m.job, "step": m.step,
+                             "bytes": m.bytes, "start_s": m.t_start - t0,
+                             "end_s": m.t_end - t0, "fct_s": m.t_end - m.t_start})
         messages.sort(key=lambda m: (m["step"], m["src"]))
         expected = len(man["spec"]["messages"])
         if len(messages) != expected:
@@ -108,8 +102,8 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
             if not summ.get("ok"):
                 wrong.append(f"host {name}: {summ.get('bad') or summ.get('missing')}")
     wrong += meas.get("broken", [])         # a dead agent or host, a failed perturbation
-    sends = run.host_records("send_flow")
-    transport = {k: sum(r.get(k) or 0 for r in sends)
+    sends = run.host_records(FlowSent)
+    transport = {k: sum(getattr(r, k) for r in sends)
                  for k in ("packets", "retransmits", "timeouts", "naks", "cnps")}
     # drop-tail buffers where the paper's fabric was lossless (PFC): how often they dropped
     transport["switch_drops"] = verdict.switch_losses(meas)
@@ -119,7 +113,7 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
         getattr(KINDS.get(p.get("kind")), "loses_packets", False)
         for p in man["spec"].get("perturbations", []))
     fid = verdict.fidelity(meas, rate, mtu, ratios, wrong, transport, lossy, floors,
-                           verdict.server_of_hosts(man["spec"]))
+                           verdict.server_of_hosts(plan.fabric))
     fid["perturbations"] = [e["what"] for e in meas.get("perturbations", [])]
     fid["perturbation_effects"] = list(meas.get("perturbation_effects", []))
     backend = man.get("backend", "emulation")
@@ -127,7 +121,7 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
            "rundir": rundir,
            "backend": backend, "order": sorted({lay.order for lay in lays}), "jobs": jobs_out, "transport": transport, "fidelity": fid}
     if backend == "emulation" and (jobs_out or messages) and run.done:
-        out["split"] = split.replay(rundir, man, lays, twin)
+        out["split"] = split.replay(run, twin)
         verdict.judge_emulation_error(fid, (out["split"] or {}).get("emulation_error_x"))
     if messages:
         out["messages"] = messages
@@ -162,11 +156,11 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     # A seed run again (--repeat) is noise, measured apart; everything else reads each
     # seed's first run, so no seed counts twice.
     good = [r for r in good if r.get("repeat", 1) == 1]
-    man = folders[0].manifest
+    man, plan = folders[0].manifest, folders[0].plan
     summary = {"name": man["name"], "backend": man.get("backend", "emulation"),
                "order": sorted({o for r in runs for o in r["order"]}),
-               "spec": man["spec"], "scale": man["scale"],
-               "link_rate_bps": man["link_rate_bps"], "runs": runs,
+               "spec": man["spec"], "scale": {"dilation": plan.scale.dilation},
+               "link_rate_bps": plan.link_rate_bps, "runs": runs,
                "comparison": compare(good), "seeds": compare_seeds(good),
                "primary": primary_metric(man["spec"]),
                "evidence": evidence(good, primary_metric(man["spec"])),
@@ -180,7 +174,7 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
                             for r in runs if not r["fidelity"]["faithful"]]}
     if plots and any(r["jobs"] for r in runs):
         from emulator.analysis import plots as plotting     # matplotlib only when drawing
-        summary["plots"] = plotting.plot_all(out_dir, runs, man)
+        summary["plots"] = plotting.plot_all(out_dir, runs, folders[0])
     write_summary(out_dir, summary)
     if exports:
         from emulator.analysis import export, page

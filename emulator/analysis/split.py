@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import replace
 
 from emulator import plan as planning
 from emulator.analysis import metrics
@@ -31,8 +30,8 @@ from emulator.model import simulate
 from emulator.model.from_plan import model_inputs
 from emulator.plan.layout import collective_bytes, theoretical_cct_s, wire_bytes
 from emulator.rundir import RunFolder
-from emulator.spec import SpecError, validate
 from runtime import wire
+from runtime.records import CollectiveDone, FlowPorts, FlowSent
 from topologies import wiring
 
 # "No congestion in the model": its time within this of the lockstep bound. Not exactly
@@ -64,8 +63,8 @@ def recorded_ports(run: RunFolder, plan) -> dict[tuple, dict[str, str]]:
     by}, from the agents' records."""
     hops: dict[tuple, dict[str, str]] = {}
     for sw in wiring.switch_names(plan.fabric):
-        for rec in run.agent_records(sw, "flow_ports"):
-            for job, channel, step, src, dst, port in rec["flows"]:
+        for rec in run.agent_records(sw, FlowPorts):
+            for job, channel, step, src, dst, port in rec.flows:
                 hops.setdefault((job, channel, step, src, dst), {})[sw] = port
     return hops
 
@@ -95,35 +94,27 @@ def recorded_paths(run: RunFolder, plan, hops: dict | None = None) -> dict[tuple
 TWIN = "twin"                 # a run's simulated twin, in this folder of the run's
 
 
-def _twin(run: RunFolder, spec, man: dict, paths: dict):
+def _twin(run: RunFolder, paths: dict):
     """The run simulated on its own recorded paths (``emulator.sim``), made once and kept
     in ``<run>/twin/``: (its collective records, None), or (None, why there is none)."""
-    from emulator.sim.run import SimError, by_sport, run_sim
+    from emulator.sim.run import SimError, by_sport, check, simulate_plan
     folder = RunFolder(run.file(TWIN))
     if not folder.done:
-        # the rule the run ran (a folder from before it was a choice ran in_order)
-        order = (man["layouts"] or [{}])[0].get("order", "in_order")
-        spec = replace(spec, collective=replace(spec.collective, order=order))
-        plan = planning.compile(spec, man["scheme"], man["seed"])
+        man, plan = run.manifest, run.plan
         try:
-            run_sim(spec, man["scheme"], man["seed"], folder.path, by_sport(plan, paths),
-                    host_delay_s=0.0)
+            check(man["spec_path"], plan)
+            simulate_plan(plan, man["spec"], man["spec_path"], folder.path,
+                          by_sport(plan, paths), host_delay_s=0.0)
         except SimError as e:
             return None, str(e).split(": ", 1)[-1]
-    return metrics.collective_times(folder.host_records("collective")), None
+    return metrics.collective_times(folder.host_records(CollectiveDone)), None
 
 
-def replay(rundir: str, man: dict, lays, twin: bool = True) -> dict | None:
-    """The split of one emulated run, or None when its agents recorded no paths (a run
-    from before they did) or its spec no longer validates. With ``twin``, also the run
-    simulated on its own paths (``emulator.sim``): emulated / simulated is what the
-    emulation itself added to the same code on the same paths."""
-    run = RunFolder(rundir)
-    try:
-        spec = validate(man["spec"], man.get("spec_path") or "manifest.json")
-    except SpecError:            # a folder from before a check its spec no longer passes
-        return None
-    plan = replace(planning.compile(spec, "baseline", man["seed"]), layouts=tuple(lays))
+def replay(run: RunFolder, twin: bool = True) -> dict | None:
+    """The split of one emulated run, or None when its agents recorded no paths. With
+    ``twin``, also the run simulated on its own paths (``emulator.sim``): emulated /
+    simulated is what the emulation itself added to the same code on the same paths."""
+    plan, seed = run.plan, run.plan.seed
     inp = model_inputs(plan)
     if not plan.layouts and not inp.messages:
         return None
@@ -135,11 +126,11 @@ def replay(rundir: str, man: dict, lays, twin: bool = True) -> dict | None:
                         background=inp.background, link_events=inp.link_events, paths=paths,
                         per_step_sport=inp.per_step_sport, messages=inp.messages,
                         post_delay_s=inp.post_delay_s)
-    fluid = {scheme: model(scheme, man["seed"]) for scheme in ("baseline", "ideal-priority")}
-    timing = [model("baseline", random.Random(f"{man['seed']}/timing/{k}"))
+    fluid = {scheme: model(scheme, seed) for scheme in ("baseline", "ideal-priority")}
+    timing = [model("baseline", random.Random(f"{seed}/timing/{k}"))
               for k in range(TIMING_REPLICAS if plan.layouts and inp.post_delay_s else 0)]
-    sim, why_not = _twin(run, spec, man, paths) if twin else (None, "not asked")
-    out = {"paths_recorded": len(paths), "flows": len(run.host_records("send_flow")),
+    sim, why_not = _twin(run, paths) if twin else (None, "not asked")
+    out = {"paths_recorded": len(paths), "flows": len(run.host_records(FlowSent)),
            "jobs": _job_splits(run, plan, fluid, timing, sim),
            "not_modelled": list(inp.not_modelled), "twin": why_not or "simulated"}
     # Emulation error: under static routing, a job the model sees no congestion in should
@@ -171,7 +162,7 @@ def static_error_x(jobs: list[dict], messages: list[dict] = ()) -> float | None:
 def _job_splits(run: RunFolder, plan, fluid: dict, timing=(), sim=None) -> list[dict]:
     colls = {s: metrics.collective_times(r.collectives) for s, r in fluid.items()}
     others = [metrics.collective_times(r.collectives) for r in timing]
-    emulated = metrics.collective_times(run.host_records("collective"))
+    emulated = metrics.collective_times(run.host_records(CollectiveDone))
     jobs = []
     for lay in plan.layouts:
         out = []
@@ -209,13 +200,12 @@ def _message_splits(run: RunFolder, plan, messages, fluid: dict) -> list[dict]:
     """Per plain message: alone at line rate (bound), max-min and ideal-priority on its
     recorded path, and its emulated flow time, each from its own posting time."""
     ips = {h: c.ip for h, c in plan.hosts.items()}
-    measured = {(f["job"], f["channel"], f["step"], f["src"], f["dst"]): f
-                for f in run.flows()}
+    measured = {(f.job, f.channel, f.step, f.src, f.dst): f for f in run.flows()}
 
     def fct(res, m):
         for r in res.recv_flows:
-            if (r["job"], r["channel"], r["step"], r["src"], r["dst"]) == _key(m, ips):
-                return r["end_s"] - m.start_s
+            if (r.job, r.channel, r.step, r.src, r.dst) == _key(m, ips):
+                return r.end_s - m.start_s
         return None
     out = []
     for m in messages:
@@ -224,7 +214,7 @@ def _message_splits(run: RunFolder, plan, messages, fluid: dict) -> list[dict]:
              "job": m.job, "step": m.step,
              "bound_s": wire_bytes(m.nbytes, plan.mtu_bytes) * 8 / plan.link_rate_bps,
              "fluid_s": fct(fluid["baseline"], m), "ideal_s": fct(fluid["ideal-priority"], m),
-             "emulated_s": e and e["t_end"] - e["t_start"]}
+             "emulated_s": e and e.t_end - e.t_start}
         c.update(_factors(c))
         out.append(c)
     return out
@@ -264,14 +254,18 @@ def twin_paths(run_set: str, spec, scheme: str, seed: int) -> dict:
     if not runs:
         raise SimError(f"--paths {run_set}: no emulated run of seed {seed} in it")
     run = runs[0]
-    man = run.manifest
     plan = planning.compile(spec, scheme, seed)
-    if man.get("name") != spec.name or man.get("path_hops") != plan.path_hops \
-            or man.get("link_rate_bps") != plan.link_rate_bps:
-        raise SimError(f"--paths {run.path}: a run of spec {man.get('name')!r} on another "
+    if run.plan.name != spec.name or _shape(run.plan.fabric) != _shape(plan.fabric):
+        raise SimError(f"--paths {run.path}: a run of spec {run.plan.name!r} on another "
                        f"fabric; this is {spec.name!r}")
     got = recorded_paths(run, plan)
     if not got:
         raise SimError(f"--paths {run.path}: its agents recorded no paths (a run from "
                        "before they did, or one that never started)")
     return by_sport(plan, got)
+
+
+def _shape(fab) -> tuple:
+    """What a recorded path depends on: the fabric's nodes and links, and their rate."""
+    return (fab.kind, fab.leaves, fab.spines, fab.hosts_per_leaf, fab.pods, fab.cores,
+            fab.rate_bps)

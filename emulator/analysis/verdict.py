@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from cluster import overlay
 from emulator.plan.layout import wire_bytes
-from emulator.rundir import RunFolder
-from emulator.spec import SpecError, validate
 from topologies.wiring import L2_BURST_BYTES
 
 CPU_BUSY_MAX = 0.90
@@ -45,18 +43,6 @@ STATIC_ERROR_MAX = 1.05
 UNDERLAY_BUSY_MAX = 0.8
 
 
-def fill_agent_fidelity(run: RunFolder, meas: dict) -> None:
-    """Agents' fidelity summaries from their ``final`` telemetry records where
-    ``measurements.json`` lacks them (runs recorded before it carried them), so every run
-    is judged by the same checks."""
-    for name, a in meas.get("agents", {}).items():
-        if a.get("fidelity"):
-            continue
-        finals = run.agent_records(name, "final")
-        if finals and finals[-1].get("fidelity"):
-            a["fidelity"] = finals[-1]["fidelity"]
-
-
 def switch_losses(meas: dict) -> int:
     """Packets the switches dropped (model buffer overflow, injected loss) or never saw."""
     n = 0
@@ -76,21 +62,13 @@ def fastest_cct_s(lay, theo_s: float, rate_bps: float) -> float:
     return max(theo_s - lay.steps * L2_BURST_BYTES * 8 / rate_bps, 0.5 * theo_s)
 
 
-def server_of_hosts(spec: dict) -> dict | None:
-    """host -> server of a fabric placed on several servers (cluster.overlay)."""
-    servers = spec.get("topology", {}).get("servers", 1)
-    if (len(servers) if isinstance(servers, list) else servers) <= 1:
+def server_of_hosts(fabric) -> dict | None:
+    """host -> server of a fabric (``emulator.plan.FabricPlan``) placed on several
+    servers (cluster.overlay)."""
+    if fabric.servers <= 1:
         return None
-    # only the shape places hosts: an ssh_config file need not exist where the folder
-    # is read
-    spec = {**spec, "topology": {k: v for k, v in spec["topology"].items()
-                                 if k != "ssh_config"}}
-    try:
-        t = validate(spec, "manifest.json").topology
-    except SpecError:             # a folder from before a check its spec no longer passes
-        return None
-    return overlay.server_of_nodes(t.leaves, t.spines, t.hosts_per_leaf, t.pods, t.cores,
-                                   t.servers)
+    return overlay.server_of_nodes(fabric.leaves, fabric.spines, fabric.hosts_per_leaf,
+                                   fabric.pods, fabric.cores, fabric.servers)
 
 
 def _on(node: str, server_of: dict | None) -> str:

@@ -15,16 +15,13 @@ def cmd_report(args) -> int:
     if not os.path.isdir(args.dir):
         print(f"symphony-emu report: {args.dir}: not a folder", file=sys.stderr)
         return 2
-    from emulator.rundir import DamagedRun
+    from emulator.rundir import DamagedRun, OlderRun
     try:
         summary = report.summarize(args.dir, fresh=True, twin=not args.no_twin)
-    except (FileNotFoundError, DamagedRun) as e:
+    except (FileNotFoundError, DamagedRun, OlderRun) as e:
         print(f"symphony-emu report: {e}", file=sys.stderr)
         return 2
-    import json
-    with open(os.path.join(report.run_dirs(args.dir)[0], "manifest.json")) as f:
-        dilation = json.load(f)["scale"]["dilation"]
-    print_results(summary, dilation, args.format)
+    print_results(summary, summary["scale"]["dilation"], args.format)
     for p in summary.get("plots", []):
         print(f"plot: {p}")
     return 0

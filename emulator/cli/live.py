@@ -106,7 +106,7 @@ class LiveSession:
         group = os.path.join(self.out, f"run{len(self.runs) + 1}")
         rundir = os.path.join(group, f"{self.scheme}-seed{self.seed}")
         os.makedirs(rundir)
-        RunFolder(rundir).write_manifest(plan, spec, live=True)
+        RunFolder(rundir).write_manifest(plan, spec.raw, spec.path, live=True)
         procs = HostProcesses(self.fab, plan.hosts, rundir, plan.host_processes,
                               plan.pin_cpus)
         procs.start()

@@ -50,7 +50,7 @@ def cmd_run(args) -> int:
         from emulator.sim.run import SimError, check as sim_check
         from emulator import plan as planning
         try:
-            sim_check(spec, planning.compile(spec, schemes[0], seeds[0]))
+            sim_check(spec.path, planning.compile(spec, schemes[0], seeds[0]))
             if args.paths:
                 given = {(scheme, seed): twin_paths(args.paths, spec, scheme, seed)
                          for scheme in schemes for seed in seeds}

@@ -35,7 +35,7 @@ def cmd_sweep(args) -> int:
             from emulator import plan as planning
             from emulator.sim.run import SimError, check as sim_check
             try:
-                sim_check(spec, planning.compile(spec, (args.scheme or spec.run.schemes)[0],
+                sim_check(spec.path, planning.compile(spec, (args.scheme or spec.run.schemes)[0],
                                                  spec.run.seeds[0]))
             except SimError as e:
                 print(f"symphony-emu sweep: {label}: {e}", file=sys.stderr)

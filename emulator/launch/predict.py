@@ -13,7 +13,6 @@ minutes for what the emulator needs hours for: the paper's own scale.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -23,6 +22,7 @@ from emulator.model.from_plan import model_inputs
 from emulator.model.simulate import SCHEMES as MODEL_SCHEMES, TRACKING
 from emulator.rundir import FLUID_RECORDS, RunFolder
 from emulator.spec import Spec
+from runtime.telemetry import Telemetry
 
 PLAN_SCHEME = "baseline"     # the plan's agent settings do not enter the model
 
@@ -47,11 +47,14 @@ def predict_one(spec: Spec, scheme: str, seed: int, rundir: str | None = None,
 
 def write_run(folder: RunFolder, plan, spec: Spec, scheme: str, res, inp, wall_s: float,
               tracking: str) -> None:
-    folder.write_manifest(plan, spec, scheme=scheme, backend="fluid",
+    folder.write_manifest(plan, spec.raw, spec.path, scheme=scheme, backend="fluid",
                           model={"tracking": tracking})
-    with open(folder.file(FLUID_RECORDS), "w") as f:
-        for rec in res.records():
-            f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+    if os.path.exists(folder.file(FLUID_RECORDS)):
+        os.remove(folder.file(FLUID_RECORDS))        # a run again: its records anew
+    tele = Telemetry(folder.file(FLUID_RECORDS))
+    for rec in res.records():
+        tele.write(rec)
+    tele.close()
     folder.write_measurements({
         "backend": "fluid", "t_start": 0.0, "timed_out": False,
         "unfinished_flows": [list(k) for k in res.unfinished], "host_exit": {},

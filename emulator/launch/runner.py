@@ -152,7 +152,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
         print(f"symphony-emu: {rundir}: an earlier try did not finish; removed "
               f"{', '.join(removed) or 'nothing left on the machine'} and its files",
               file=sys.stderr)
-    folder.write_manifest(plan, spec, repeat=repeat)
+    folder.write_manifest(plan, spec.raw, spec.path, repeat=repeat)
     meas = {"timed_out": False, "host_exit": {}}
     cpu = CpuMeter()
     servers: dict[str, CpuMeter] = {}       # each ssh-reached server's own CPU

@@ -118,7 +118,7 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
             print(f"{label}:")
             report.print_evidence(summary)
         if summary["runs"]:
-            firsts.append((label, summary["runs"][0], run_folders(pdir)[0].manifest))
+            firsts.append((label, summary["runs"][0], run_folders(pdir)[0]))
         for r in summary["runs"]:
             row = {"point": label, "scheme": r["scheme"], "seed": r["seed"],
                    "faithful": r["fidelity"]["faithful"]}

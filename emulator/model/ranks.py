@@ -32,6 +32,7 @@ from typing import Callable, Mapping
 
 from hosts.collectives import collective
 from hosts.collectives.order import DEFAULT_ORDER, StepOrder, check_order, dependencies
+from runtime.records import CollectiveDone
 
 ALIGN_BYTES = 4        # hosts.rank's buffers are float32: chunks are multiples of 4 bytes
 
@@ -170,10 +171,10 @@ class RankProgram:
     def _end(self, t_s: float) -> None:
         p = self.current
         steps = self.schedule(p).steps
-        self.records.append({"type": "collective", "job": self.job.job, "rank": self.rank,
-                             "host": self.host, "pass": p, "algorithm": self.job.algorithm,
-                             "nbytes": self.sizes[p], "start_s": self.start_s,
-                             "end_s": t_s, "verified": True, "steps": len(steps)})
+        self.records.append(CollectiveDone(
+            job=self.job.job, rank=self.rank, pass_index=p, algorithm=self.job.algorithm,
+            nbytes=self.sizes[p], start_s=self.start_s, end_s=t_s, verified=True,
+            steps=len(steps), host=self.host))
         self.current = None
         self.finished += 1
         self.last_end_s = t_s

@@ -1,13 +1,11 @@
 """What the model takes besides jobs and a fabric (background streams, link events) and
-what it gives back: records in the emulator's own telemetry shapes.
+what it gives back: the run format's records (``runtime.records``), as a run writes them.
 
-``send_flow`` / ``recv_flow`` carry the keys ``hosts.nic`` logs (src/dst are host IPs, as
-the NIC writes them; ``step`` is the 16-bit wire step), with the transport's counters at
-0 (no losses, no marks in a fluid model); ``rate_samples`` are the flow's exact rate
-changes ``[t_s, rate_bps]``. The model adds ``wire_bytes``, ``src_host`` / ``dst_host``,
-``path`` (the node path at the flow's start) and ``reroutes`` (``[t_s, path or None]``
-each time a link event moved it). ``collective`` records come from
-``emulator.model.ranks`` (``hosts.rank``'s keys, ``verified`` always true, plus ``host``).
+``FlowSent`` / ``FlowReceived`` carry the transport's counters at 0 (no losses, no marks in
+a fluid model); ``rate_samples`` are the flow's exact rate changes ``[t_s, rate_bps]``;
+the model fills the fields only it knows (``wire_bytes``, host names, ``path``,
+``reroutes``). ``CollectiveDone`` records come from ``emulator.model.ranks`` (``verified``
+always true, ``host`` given).
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runtime import wire
+from runtime.records import BackgroundFlow, FlowReceived, FlowSent
 
 INF = float("inf")
 FlowKey = tuple        # (job, channel, step (as on the wire), src host, dst host)
@@ -56,8 +55,8 @@ class LinkEvent:
 
 @dataclass
 class ModelResult:
-    """Records in the emulator's telemetry shapes (src/dst are host IPs, as the NIC logs
-    them), so ``emulator.analysis.metrics`` reads them unchanged."""
+    """The run format's records (src/dst are host IPs, as the NIC logs them), so
+    ``emulator.analysis.metrics`` reads them as it reads a run's."""
     send_flows: list
     recv_flows: list
     collectives: list
@@ -88,23 +87,22 @@ class Flow:
             setattr(self, k, v)
 
 
-def flow_records(f: Flow, end_s: float, host_ips, mtu_bytes: int) -> tuple[dict, dict]:
-    """The sender's ``send_flow`` and the receiver's ``recv_flow`` of a delivered flow."""
-    common = {"job": f.job, "channel": f.channel, "step": f.gstep & wire.STEP_MASK,
-              "src": host_ips[f.src], "dst": host_ips[f.dst], "bytes": f.payload,
-              "start_s": f.start_s, "end_s": end_s}
-    send = {"type": "send_flow", **common, "sport": f.sport,
-            "packets": max(1, -(-f.payload // mtu_bytes)), "retransmits": 0, "timeouts": 0,
-            "naks": 0, "cnps": 0, "cuts": 0, "final_rate_bps": f.rate,
-            "rate_samples": f.samples, "wire_bytes": f.bits // 8, "src_host": f.src,
-            "dst_host": f.dst, "path": list(f.path0) if f.path0 else None,
-            "reroutes": [[t, list(p) if p else None] for t, p in f.reroutes]}
-    recv = {"type": "recv_flow", **common, "ce": 0, "cnps_sent": 0, "naks_sent": 0,
-            "duplicates": 0, "out_of_order": 0, "goodput_samples": []}
+def flow_records(f: Flow, end_s: float, host_ips, mtu_bytes: int) -> tuple[FlowSent, FlowReceived]:
+    """The sender's and the receiver's records of a delivered flow."""
+    common = dict(job=f.job, channel=f.channel, step=f.gstep & wire.STEP_MASK,
+                  src=host_ips[f.src], dst=host_ips[f.dst], bytes=f.payload,
+                  start_s=f.start_s, end_s=end_s)
+    send = FlowSent(**common, sport=f.sport, packets=max(1, -(-f.payload // mtu_bytes)),
+                    retransmits=0, timeouts=0, naks=0, cnps=0, cuts=0, final_rate_bps=f.rate,
+                    rate_samples=f.samples, wire_bytes=f.bits // 8, src_host=f.src,
+                    dst_host=f.dst, path=list(f.path0) if f.path0 else None,
+                    reroutes=[[t, list(p) if p else None] for t, p in f.reroutes])
+    recv = FlowReceived(**common, ce=0, cnps_sent=0, naks_sent=0, duplicates=0,
+                        out_of_order=0, goodput_samples=[])
     return send, recv
 
 
-def background_record(f: Flow, bg: Background, end_s: float, host_ips) -> dict:
-    return {"type": "background", "src": host_ips[f.src], "dst": host_ips[f.dst],
-            "rate_bps": bg.rate_bps, "start_s": f.start_s, "end_s": end_s,
-            "path": list(f.path0) if f.path0 else None, "rate_samples": f.samples}
+def background_record(f: Flow, bg: Background, end_s: float, host_ips) -> BackgroundFlow:
+    return BackgroundFlow(src=host_ips[f.src], dst=host_ips[f.dst], rate_bps=bg.rate_bps,
+                          start_s=f.start_s, end_s=end_s,
+                          path=list(f.path0) if f.path0 else None, rate_samples=f.samples)

@@ -25,9 +25,9 @@ class Background(Perturbation):
     rate_bps: float
     nbytes: int | None
     port: int
-    procs: list = field(default_factory=list)
-    _log: object = None
-    _server: object = None
+    procs: list = field(default_factory=list, init=False)
+    _log: object = field(default=None, init=False)
+    _server: object = field(default=None, init=False)
 
     kind = "background"
     keys = frozenset({"src", "dst", "rate_gbps", "start_ms", "duration_ms"})

@@ -26,8 +26,11 @@ The registry, ``KINDS``, is ``emulator/perturbations/__init__.py``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
+
+from runtime.codec import from_dict, to_dict
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,18 @@ class Timed:
     what: "Perturbation"
     undo: bool = False
 
+    def to_dict(self) -> dict:
+        """As the manifest's plan stores it: ``what`` as its kind and its fields."""
+        return {"t_s": self.t_s, "what": self.what.to_dict(), "undo": self.undo}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Timed":
+        from emulator.perturbations import KINDS          # the registry imports this module
+        what = dict(data["what"])
+        kind = KINDS[what.pop("kind")]
+        return cls(float(data["t_s"]), from_dict(kind, what, f"perturbation {kind.kind}"),
+                   bool(data.get("undo", False)))
+
 
 class Perturbation:
     """One kind. An instance, compiled from a spec's entry, applies it to a running fabric:
@@ -63,6 +78,12 @@ class Perturbation:
     loses_packets: bool = False          # it drops packets (timeouts then expected)
     late_symphony: bool = False          # Symphony starts off, waiting for it
     processes: int = 0                   # processes it starts in the fabric
+
+    def to_dict(self) -> dict:
+        """Its kind and what it applies (not its state in a running fabric: fields with
+        ``init=False``)."""
+        return {"kind": self.kind, **{f.name: to_dict(getattr(self, f.name))
+                                      for f in dataclasses.fields(self) if f.init}}
 
     # --- the spec ---------------------------------------------------------------------
 

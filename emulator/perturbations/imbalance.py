@@ -4,7 +4,7 @@ packet), or at once from the live CLI until undone."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from emulator.perturbations.base import Context, Perturbation
 
@@ -16,7 +16,7 @@ class Imbalance(Perturbation):
     toward: str
     intf: str
     rate_bps: float
-    _old: float | None = None
+    _old: float | None = field(default=None, init=False)
 
     kind = "imbalance"
     keys = frozenset({"switch", "toward", "ratio"})

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, replace
 
 from emulator.perturbations import KINDS
-from emulator.perturbations.base import Context
+from emulator.perturbations.base import Context, Timed
 from emulator.plan.layout import JobLayout, layout as job_layout
 from emulator.plan.messages import Message, host_configs
 from emulator.schemes import Scheme, scheme as scheme_named
@@ -27,6 +27,7 @@ from emulator.spec import Spec
 from hosts.cc import CcConfig, algorithm
 from hosts.config import HostConfig, RankConfig
 from hosts.nic import TransportParams
+from runtime.codec import Codec
 from runtime.scale import Scale
 from switch_agent.config import AgentConfig, RedParams, SymphonyParams
 from topologies import wiring
@@ -71,16 +72,18 @@ class FabricPlan:
 
 
 @dataclass(frozen=True)
-class RunPlan:
+class RunPlan(Codec):
+    """A run folder's manifest stores it (``to_dict``); the analysis reads it back
+    (``RunPlan.from_dict``) and never compiles the spec again."""
     name: str
     scheme: Scheme
     seed: int
     scale: Scale
     fabric: FabricPlan
     layouts: tuple[JobLayout, ...]
-    hosts: dict                   # host name -> HostConfig (telemetry paths: the launcher's)
-    agents: dict                  # switch name -> AgentConfig (ports, paths: the fabric's)
-    perturbations: tuple          # emulator.perturbations.base.Timed, emulated seconds
+    hosts: dict[str, HostConfig]  # telemetry paths: the launcher's
+    agents: dict[str, AgentConfig]   # ports, paths: the fabric's
+    perturbations: tuple[Timed, ...]  # emulated seconds
     timeout_s: float              # wall clock, per run
     mtu_bytes: int
     path_hops: int                # links on the longest host-to-host path

@@ -24,7 +24,6 @@ port here sends at exactly its rate from an empty queue).
 from __future__ import annotations
 
 import math
-import os
 import random
 import time
 from dataclasses import replace
@@ -38,6 +37,7 @@ from emulator.sim.network import Loop, Network, SimNic
 from hosts.host import MessageHost
 from hosts.rank import RankHost
 from runtime import wire
+from runtime.records import encode
 from runtime.telemetry import Telemetry
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
@@ -58,11 +58,11 @@ class SimError(ValueError):
 
 
 
-def check(spec, plan) -> None:
+def check(spec_path: str | None, plan) -> None:
     """Refuse what the simulator does not do, before anything is written."""
     for e in plan.perturbations:
         if not e.what.simulated:
-            raise SimError(f"{spec.path}: perturbation {type(e.what).__name__} is not "
+            raise SimError(f"{spec_path}: perturbation {type(e.what).__name__} is not "
                            "simulated; run it with --backend emulation")
 
 
@@ -86,9 +86,19 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
     a twin takes 0, so that emulated / twin is all that emulating adds). ``repeat``: the
     seed's k-th run, the same paths with other draws of the hosts' timing."""
     plan = planning.compile(spec, scheme, seed)
-    check(spec, plan)
+    check(spec.path, plan)
+    return simulate_plan(plan, spec.raw, spec.path, rundir, paths,
+                         spec.sim.host_delay_ms * 1e-3 if host_delay_s is None
+                         else host_delay_s, repeat)
+
+
+def simulate_plan(plan, spec_raw: dict, spec_path: str | None, rundir: str,
+                  paths: dict | None, host_delay_s: float, repeat: int = 1) -> dict:
+    """Simulate a compiled plan (of the spec ``spec_raw``, read from ``spec_path``) into
+    ``rundir`` (:func:`run_sim`; a twin gives its run's own plan)."""
+    seed = plan.seed
     folder = RunFolder(rundir)
-    folder.write_manifest(plan, spec, backend="sim", repeat=repeat,
+    folder.write_manifest(plan, spec_raw, spec_path, backend="sim", repeat=repeat,
                           sim={"paths_given": len(paths or {})})
     wall0, cpu0 = time.perf_counter(), time.process_time()
     loop = Loop()
@@ -101,8 +111,6 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
                                   f.spines if pods else 0)
 
     salt = salt_of(seed)
-    if host_delay_s is None:
-        host_delay_s = spec.sim.host_delay_ms * 1e-3
     net = Network(fab, loop, f.buffer_bytes, port_name,
                   lambda s, d, p: ecmp_choice(salt, f"{s}/{d}/{p}"),
                   classes=2 if plan.scheme.port_qdisc == "pq" else 1,
@@ -116,9 +124,7 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
                                                          f.buffer_bytes),
                          shared_buffer=plan.scheme.port_qdisc == "pq")
                  for key, i in net.port_index.items() if key[0] == sw}
-        net.pipelines[sw] = SwitchPipeline.from_config(
-            cfg, ports, on_window=lambda rec, r, s, tele=tele: tele.write(
-                {"type": "window", **_window(rec), "marks_red": r, "marks_symphony": s}))
+        net.pipelines[sw] = SwitchPipeline.from_config(cfg, ports, on_window=tele.write)
     hosts = {}
     due: dict[str, float] = {}
     ended: set = set()
@@ -165,14 +171,11 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
     for h in hosts.values():
         h.tele.close()
     for sw, tele in agents_tele.items():
-        pipe = net.pipelines[sw]
-        tele.write({"type": "flow_ports", "switch": sw, "flows": [
-            [job, ch, step, _ip(ips[:4]), _ip(ips[4:]), port]
-            for (job, ch, step, ips), port in pipe.flow_ports.items()]})
+        tele.write(net.pipelines[sw].flow_ports_record(sw))
         tele.close()
     data = sum(n.counters["data_tx"] for n in net.nics.values())
     meas = {"backend": "sim", "t_start": 0.0, "timed_out": not finished, "host_exit": {},
-            "rank_summaries": {n: h.summary(not finished, {}) for n, h in hosts.items()},
+            "rank_summaries": {n: encode(h.summary(not finished, {})) for n, h in hosts.items()},
             "agents": {sw: {"counters": p.totals()["total"]}
                        for sw, p in net.pipelines.items()},
             "sim": {"end_s": loop.now, "events": loop.events, "data_packets": data,
@@ -184,13 +187,3 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
             "host_delay_s": host_delay_s, "not_modelled": list(NOT_MODELLED), "wall_s": wall}
     folder.write_measurements(meas)
     return meas
-
-
-def _window(rec) -> dict:
-    r = rec._asdict()
-    r["t_s"] = r.pop("t_start_s")
-    return r
-
-
-def _ip(b: bytes) -> str:
-    return ".".join(str(x) for x in b)

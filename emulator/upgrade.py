@@ -1,0 +1,169 @@
+"""The one converter of run folders written in an older run format (``runtime.records.
+FORMAT``): ``symphony-emu upgrade DIR ...``. The analysis reads the current format only
+(``emulator.rundir`` refuses an older folder, naming this command), so every difference
+between formats is handled here, once.
+
+Format 1 -> 2 (typed records, the plan in the manifest):
+
+* the manifest gets the **compiled run plan**: the stored spec compiled again for the
+  run's scheme and seed, under the dependency rule its jobs ran (a folder from before the
+  rule was a choice ran ``in_order``), by today's code. It is kept only if it agrees with
+  what the manifest recorded of the plan (the jobs' layouts, link rate, MTU, path
+  length); otherwise the folder is left as it was and named, with the difference. Its
+  plan-summary keys (``scale``, ``link_rate_bps``, ``mtu_bytes``, ``path_hops``,
+  ``layouts``) go: the plan holds them;
+* ``collective`` records: ``pass`` is ``pass_index``;
+* ``port`` records from before marks were counted by cause: ``marks_red`` = ``marks``,
+  ``marks_symphony`` and ``marks_both`` unknown (None);
+* ``measurements.json``: agents' fidelity summaries taken from their ``final`` records
+  where it lacks them (runs from before it carried them).
+
+Every record is then read back as its type; a folder with a record that is not (a key
+no format had) is left as it was and named. Files are replaced whole, the manifest last,
+so an interrupted upgrade leaves the folder readable by this command again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, replace
+
+from emulator import plan as planning
+from emulator.spec import SpecError, validate
+from runtime.records import FORMAT, RecordError, decode
+
+PLAN_KEYS = ("scale", "link_rate_bps", "mtu_bytes", "path_hops", "layouts")
+MODEL_PLAN_SCHEME = "baseline"     # emulator.launch.predict's: a model run's plan
+
+
+class UpgradeError(ValueError):
+    """A folder this converter cannot bring to the current format; the message says why."""
+
+
+def run_dirs(root: str) -> list[str]:
+    """Every run folder (with a manifest) at or under ``root``, twins included."""
+    return sorted(d for d, _, files in os.walk(root) if "manifest.json" in files)
+
+
+def upgrade(root: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """Bring every run folder under ``root`` to the current format: (upgraded, already
+    current, [(folder, why not)])."""
+    done, current, failed = [], [], []
+    for d in run_dirs(root):
+        try:
+            (done if upgrade_one(d) else current).append(d)
+        except UpgradeError as e:
+            failed.append((d, str(e)))
+    return done, current, failed
+
+
+def upgrade_one(rundir: str) -> bool:
+    """One run folder; False if it was current already."""
+    man = _load(os.path.join(rundir, "manifest.json"))
+    version = man.get("format", 1)
+    if version == FORMAT:
+        return False
+    if version != 1:
+        raise UpgradeError(f"format {version}: written by a newer version (this one reads "
+                           f"{FORMAT})")
+    plan = _plan(man)
+    files = {}
+    for name in sorted(os.listdir(rundir)):
+        if name.endswith(".jsonl") and name != "ledger.jsonl":
+            files[name] = _records(os.path.join(rundir, name))
+    meas_path = os.path.join(rundir, "measurements.json")
+    meas = _load(meas_path) if os.path.exists(meas_path) else None
+    if meas is not None:
+        _agent_fidelity(meas, files)
+    # everything converted and checked: now write, the manifest last
+    for name, lines in files.items():
+        _write(os.path.join(rundir, name), "".join(
+            json.dumps(r, separators=(",", ":")) + "\n" for r in lines))
+    if meas is not None:
+        _write(os.path.join(rundir, "measurements.json"), json.dumps(meas, indent=1))
+    new = {"format": FORMAT, **{k: v for k, v in man.items() if k not in PLAN_KEYS},
+           "plan": plan.to_dict(), "upgraded": {"from": 1, "plan": "compiled again from "
+                                                "the stored spec by the upgrade"}}
+    _write(os.path.join(rundir, "manifest.json"), json.dumps(new, indent=1))
+    return True
+
+
+def _plan(man: dict):
+    """The run's plan compiled again, checked against what the manifest recorded of it."""
+    try:
+        spec = validate(man["spec"], man.get("spec_path") or "manifest.json")
+    except SpecError as e:
+        raise UpgradeError(f"its spec no longer validates: {e}") from None
+    layouts = man.get("layouts") or []
+    order = layouts[0].get("order", "in_order") if layouts else spec.collective.order
+    spec = replace(spec, collective=replace(spec.collective, order=order))
+    scheme = MODEL_PLAN_SCHEME if man.get("backend") == "fluid" else man["scheme"]
+    plan = planning.compile(spec, scheme, man["seed"])
+    then = {"link_rate_bps": man.get("link_rate_bps"), "mtu_bytes": man.get("mtu_bytes"),
+            "path_hops": man.get("path_hops"), "layouts": [
+                {**x, "order": x.get("order", "in_order")} for x in layouts]}
+    now = json.loads(json.dumps({"link_rate_bps": plan.link_rate_bps,
+                                 "mtu_bytes": plan.mtu_bytes, "path_hops": plan.path_hops,
+                                 "layouts": [asdict(x) for x in plan.layouts]}))
+    for key in then:
+        if then[key] != now[key]:
+            raise UpgradeError(f"its spec compiles today to another plan ({key}: "
+                               f"{_short(now[key])}, the run's: {_short(then[key])})")
+    return plan
+
+
+def _records(path: str) -> list[dict]:
+    out = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = _record(json.loads(line))
+                decode(rec)                      # it reads back as its type
+            except (RecordError, json.JSONDecodeError) as e:
+                raise UpgradeError(f"{path}, line {n}: {e}") from None
+            out.append(rec)
+    return out
+
+
+def _record(rec: dict) -> dict:
+    """One record of format 1 as format 2 writes it."""
+    kind = rec.get("type")
+    if kind == "collective" and "pass" in rec:
+        rec = {("pass_index" if k == "pass" else k): v for k, v in rec.items()}
+    elif kind == "port" and "marks_red" not in rec:
+        rec = {**rec, "marks_red": rec.get("marks", 0), "marks_symphony": None,
+               "marks_both": None}
+    return rec
+
+
+def _agent_fidelity(meas: dict, files: dict) -> None:
+    for name, a in meas.get("agents", {}).items():
+        if a.get("fidelity"):
+            continue
+        finals = [r for r in files.get(f"{name}.jsonl", []) if r.get("type") == "final"]
+        if finals and finals[-1].get("fidelity"):
+            a["fidelity"] = finals[-1]["fidelity"]
+
+
+def _load(path: str) -> dict:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise UpgradeError(f"{os.path.basename(path)}: cannot be read ({e})") from None
+
+
+def _write(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _short(x, limit: int = 160) -> str:
+    s = json.dumps(x)
+    return s if len(s) <= limit else s[:limit] + "..."
