@@ -1,8 +1,9 @@
-"""The one telemetry writer and reader: aggregated records, one JSON object a line, never
-a line per packet. Host processes and switch agents write them; ``emulator.rundir`` reads
-a run folder's files with :func:`read_records`. The records are ``runtime.records``' types. Times are ``time.monotonic()``
-seconds, the clock every process of a run on one machine shares, so agent and host
-records line up without conversion."""
+"""The one telemetry writer and reader: aggregated records (``runtime.records``' types),
+one JSON object a line, never a line per packet. Host processes, switch agents, the
+simulator and the model write them; ``emulator.rundir`` reads a run folder's files with
+:func:`read_records`. Times are ``time.monotonic()`` seconds in emulation, the clock every
+process of a run on one machine shares, so agent and host records line up without
+conversion."""
 
 from __future__ import annotations
 

@@ -29,7 +29,6 @@ from emulator.analysis.stats import median_interval
 from emulator.analysis.evidence import (METRICS, evidence, evidence_text,  # noqa: F401
                                         noise_floor, primary_metric, print_evidence,
                                         print_noise)
-from emulator.perturbations import KINDS
 from emulator.plan.layout import collective_bytes, theoretical_cct_s
 from emulator.schemes import SCHEMES
 from emulator.rundir import RunFolder, run_folders
@@ -89,13 +88,13 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
                          "max_step_overlap": metrics.max_overlap(flows, lay.job),
                          "last_step_span_s": metrics.last_step_span(flows, lay.job)})
     messages = []
-    if man["spec"].get("messages"):
+    expected = sum(len(c.sends) for c in plan.hosts.values())     # plain messages
+    if expected:
         for m in flows:
             messages.append({"src": m.src, "dst": m.dst, "job": m.job, "step": m.step,
                              "bytes": m.bytes, "start_s": m.t_start - t0,
                              "end_s": m.t_end - t0, "fct_s": m.t_end - m.t_start})
         messages.sort(key=lambda m: (m["step"], m["src"]))
-        expected = len(man["spec"]["messages"])
         if len(messages) != expected:
             wrong.append(f"{expected - len(messages)} of {expected} messages never completed")
         for name, summ in meas.get("rank_summaries", {}).items():
@@ -110,8 +109,7 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
     # Strict priority (pq) may starve the low class past the RTO: a real timeout there
     scheme = SCHEMES.get(man["scheme"])                  # None: a model-only scheme
     lossy = (scheme is not None and scheme.may_starve) or any(
-        getattr(KINDS.get(p.get("kind")), "loses_packets", False)
-        for p in man["spec"].get("perturbations", []))
+        e.what.loses_packets for e in plan.perturbations)
     fid = verdict.fidelity(meas, rate, mtu, ratios, wrong, transport, lossy, floors,
                            verdict.server_of_hosts(plan.fabric))
     fid["perturbations"] = [e["what"] for e in meas.get("perturbations", [])]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import random
+from dataclasses import replace
 
 from emulator import plan as planning
 from emulator.analysis import metrics
@@ -115,7 +116,10 @@ def replay(run: RunFolder, twin: bool = True) -> dict | None:
     ``twin``, also the run simulated on its own paths (``emulator.sim``): emulated /
     simulated is what the emulation itself added to the same code on the same paths."""
     plan, seed = run.plan, run.plan.seed
-    inp = model_inputs(plan)
+    # the model runs the baseline (max-min) and ideal-priority on the run's paths: what
+    # only switches Symphony on (a late start) does not enter them
+    inp = model_inputs(replace(plan, perturbations=tuple(
+        e for e in plan.perturbations if not e.what.late_symphony)))
     if not plan.layouts and not inp.messages:
         return None
     paths = recorded_paths(run, plan)

@@ -8,6 +8,7 @@ in ``options``.
     symphony-emu predict SPEC [--seeds N] [--scheme S ...] [--set key=value ...] [--out DIR]
     symphony-emu reproduce [FIG ...] [--backend fluid|sim|emulation] | --page
     symphony-emu report DIR
+    symphony-emu upgrade DIR ...
     symphony-emu validate SPEC [--set key=value ...]
     symphony-emu cli SPEC
     symphony-emu clean [DIR]
@@ -33,7 +34,8 @@ from emulator.cli.options import build_parser
 COMMANDS = {"run": ("run", "cmd_run"), "sweep": ("sweep", "cmd_sweep"),
             "predict": ("predict", "cmd_predict"), "validate": ("validate", "cmd_validate"),
             "report": ("folders", "cmd_report"), "clean": ("folders", "cmd_clean"),
-            "cli": ("live", "cmd_cli"), "reproduce": ("reproduce", "cmd_reproduce")}
+            "cli": ("live", "cmd_cli"), "reproduce": ("reproduce", "cmd_reproduce"),
+            "upgrade": ("folders", "cmd_upgrade")}
 
 
 def _handler(command: str):

@@ -54,3 +54,19 @@ def cmd_clean(args) -> int:
     if not dirs:
         print(f"symphony-emu clean: no run folders with a ledger under {root}")
     return status
+
+
+def cmd_upgrade(args) -> int:
+    from emulator.upgrade import upgrade
+    failed_any = False
+    for d in args.dirs:
+        if not os.path.isdir(d):
+            print(f"symphony-emu upgrade: {d}: not a folder", file=sys.stderr)
+            return 2
+        done, current, failed = upgrade(d)
+        print(f"{d}: {len(done)} run folders upgraded, {len(current)} already current, "
+              f"{len(failed)} left as they were")
+        for path, why in failed:
+            print(f"  {path}: {why}", file=sys.stderr)
+        failed_any |= bool(failed)
+    return 1 if failed_any else 0

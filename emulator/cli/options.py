@@ -179,6 +179,16 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
                     help="do not simulate each emulated run on its own paths (its twin, "
                          "made once and kept in <run>/twin/)")
     rp.set_defaults(func=run["report"], needs_root=False)
+    up = sub.add_parser(
+        "upgrade", help="bring run folders written by an older version to this run format",
+        description="Finds every run folder under each DIR (twins included) and converts "
+                    "those of an older run format in place: the manifest gets the compiled "
+                    "run plan (the stored spec compiled again, kept only if it matches what "
+                    "the folder recorded of its plan), the records their current names. A "
+                    "folder that cannot be converted is named with why and left as it was. "
+                    "Then `report` reads them (emulator/upgrade.py says what changes).")
+    up.add_argument("dirs", nargs="+", metavar="DIR")
+    up.set_defaults(func=run["upgrade"], needs_root=False)
     v = sub.add_parser("validate", help="check a spec without running it")
     v.add_argument("spec")
     v.add_argument("--set", action="append", metavar="KEY=VALUE")
