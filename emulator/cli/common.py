@@ -117,9 +117,9 @@ def dask_answers(cmd: str, address: str) -> bool:
 def print_results(summary: dict, dilation: float, fmt: str) -> None:
     """The results as our tables (``table``) or as nccl-tests prints its own (``nccl-tests``:
     their columns and footer; the verdicts after them either way)."""
-    from emulator.analysis import export, report
+    from emulator.analysis import console, nccl
     if fmt == "nccl-tests":
-        print(export.nccl_tests_text(summary), end="")
-        report.print_verdicts(summary)
+        print(nccl.nccl_tests_text(summary), end="")
+        console.print_verdicts(summary)
     else:
-        report.print_tables(summary, dilation)
+        console.print_tables(summary, dilation)

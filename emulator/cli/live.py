@@ -31,7 +31,7 @@ from mininet.cli import CLI
 from mininet.log import output
 
 from emulator import plan as planning
-from emulator.analysis import report
+from emulator.analysis import console, report
 from emulator.cli import commands
 from emulator.cli.commands import CommandError
 from emulator.cli.common import fits, load_spec
@@ -291,7 +291,7 @@ class SymphonyCLI(CLI):
             if self.session._running(r):
                 raise CommandError(f"run{i} is still running (`jobs`)")
             summary = self.session.finish(r)
-            report.print_tables(summary, self.session.spec.scale.dilation)
+            console.print_tables(summary, self.session.spec.scale.dilation)
             for p in summary.get("plots", []):
                 output(f"plot: {p}\n")
         self._guard(run, line)

@@ -132,10 +132,11 @@ def _until_decided(args, spec, schemes, seeds, out, run_seeds) -> dict:
     decided, or ``--max-seeds``: a fixed plan of looks, each at the confidence that keeps
     a wrong verdict at any look at most 5 % (``stats.sequential_plan``), said up front."""
     from emulator.analysis import report
+    from emulator.analysis.evidence import evidence, primary_metric
     from emulator.analysis.stats import sequential_plan
     first = seeds[0]
     looks, conf = sequential_plan(args.max_seeds, args.batch)
-    primary = report.primary_metric(spec.raw)
+    primary = primary_metric(spec.raw)
     print(f"symphony-emu run: until decided: {primary.upper()} of "
           f"{', '.join(s for s in schemes if s != 'baseline')} against the baseline, seeds "
           f"{first}..{first + args.max_seeds - 1} in batches of {args.batch}; looks at "
@@ -147,7 +148,7 @@ def _until_decided(args, spec, schemes, seeds, out, run_seeds) -> dict:
         done = n
         summary = report.summarize(out, plots=False, exports=False, twin=False)
         good = [r for r in summary["runs"] if r["fidelity"]["faithful"]]
-        ev = report.evidence(good, primary, conf)
+        ev = evidence(good, primary, conf)
         verdicts = {s: e[primary]["verdict"] for s, e in ev.items() if primary in e}
         record.append({"pairs": n, "verdicts": verdicts})
         print(f"look at {n} seeds ({conf:.2%}): " + ", ".join(

@@ -19,6 +19,7 @@ from collections import defaultdict
 import numpy as np
 
 from emulator.analysis import report
+from emulator.analysis.evidence import print_evidence
 from emulator.launch import runner
 from emulator.rundir import RunFolder, run_folders
 from emulator.spec import load, variants
@@ -116,7 +117,7 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
         summary = report.summarize(pdir, plots=plots)
         if summary.get("evidence"):
             print(f"{label}:")
-            report.print_evidence(summary)
+            print_evidence(summary)
         if summary["runs"]:
             firsts.append((label, summary["runs"][0], run_folders(pdir)[0]))
         for r in summary["runs"]:
