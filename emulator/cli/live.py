@@ -35,7 +35,7 @@ from emulator.analysis import report
 from emulator.cli import commands
 from emulator.cli.commands import CommandError
 from emulator.cli.common import fits, load_spec
-from emulator.launch.fabric import Fabric, topology
+from emulator.launch.fabric import LiveFabric, topology
 from emulator.launch.launcher import HostProcesses
 from emulator.perturbations.background import BACKGROUND_PORT
 from emulator.perturbations.engine import Engine
@@ -55,14 +55,14 @@ class LiveSession:
         self.out = out_dir or os.path.join(wiring.REPO_ROOT, "runs", "out",
                                            time.strftime("%Y%m%d-%H%M%S") + f"-{spec.name}-cli")
         os.makedirs(self.out, exist_ok=True)
-        self.fab: Fabric | None = None
+        self.fab: LiveFabric | None = None
         self.engine: Engine | None = None
         self.runs: list[dict] = []             # {"group", "dir", "procs", "jobs"}
 
     # --- lifecycle -----------------------------------------------------------------
     def start(self) -> "LiveSession":
         fabdir = os.path.join(self.out, "fabric")
-        self.fab = Fabric(topology(self.plan, fabdir), log_level="output")
+        self.fab = LiveFabric(topology(self.plan, fabdir), log_level="output")
         self.fab.start()
         self.engine = Engine(self.fab, fabdir)
         return self

@@ -11,6 +11,9 @@ from hosts.config import HostConfig, MessageConfig, TransportParams
 
 @dataclass(frozen=True)
 class Message:
+    """One plain message (a spec's ``[[messages]]``): ``nbytes`` of payload from ``src``
+    to ``dst`` host, posted at ``start_s``, carrying (job, channel, step). What a
+    ``hosts.host`` process sends and expects, and what the flow-level model moves."""
     src: str            # host name
     dst: str
     nbytes: int
