@@ -1,156 +1,13 @@
 """What an experiment spec is: its sections, keys, defaults and ranges, as frozen
-dataclasses (``emulator.spec`` reads a TOML file into them and checks it).
+dataclasses (``emulator.spec`` reads a TOML file into them and checks it; docs/spec.md
+shows a complete spec with every key and its default).
 
 Quantities are written at **real scale**, as in the paper (link rates in Gb/s, times in
 µs/ms); the run converts them with ``runtime.scale`` (``[scale] dilation``). Byte
-quantities are the same at both scales. A complete spec with every key::
-
-    name = "table1"
-    description = "free text"
-
-    [scale]
-    dilation = 1000                  # emulated = real / D for rates, x D for times
-    host_processes = 0               # processes serving the hosts (hosts.group); 0: one
-                                     # per CPU, more past 8 hosts each. Each host keeps its
-                                     # own NIC, sockets and namespace (architecture §3.4)
-    agent_processes = 0              # processes serving the switch agents; 0: as above.
-                                     # Each switch keeps its own queue, pipeline and
-                                     # telemetry (architecture §5.1)
-    pin_cpus = true                  # each host and agent process on one CPU, round-robin
-
-    [topology]
-    kind = "leafspine"               # leafspine | dumbbell
-    leaves = 4                       # leafspine only
-    spines = 4                       # leafspine only
-    hosts_per_leaf = 4               # leafspine; dumbbell: `hosts`
-    hosts = 3                        # dumbbell only
-    routing = "ecmp"                 # ecmp | static
-    link_rate_gbps = 10.0
-    buffer_bytes = 524288            # per switch egress port
-    pods = 1                         # > 1: pods of `leaves` x `spines`, joined by cores
-    cores = 0                        # core switches (every spine links to every core)
-    oversubscription = 1.0           # spine downlink : uplink capacity (sets core links' rate)
-    servers = 1                      # > 1: whole pods on that many stand-in servers, the
-                                     # links between them over VXLAN (docs/distributed.md)
-    ssh = false                      # with servers > 1: each stand-in server runs an sshd
-                                     # and every node, agent and host process is started,
-                                     # configured and collected through it
-                                     # servers = ["root@10.0.0.2", "root@10.0.0.3"]: whole
-                                     # pods on these real servers ([user@]host[:port], as
-                                     # you ssh to them; --servers on the command line),
-                                     # reached over your ssh (docs/distributed.md)
-    ssh_config = ""                  # real servers: an ssh_config file to use ("": yours)
-    underlay = []                    # real servers: each one's address for the links
-                                     # between servers ([]: the one its sshd answers on)
-    underlay_gbps = 0.0              # the servers' network, per server (0: each underlay
-                                     # interface's speed, if the kernel knows it)
-
-    [switch]                         # RED/ECN of the congestion point
-    red = true
-    kmin_bytes = 50000
-    kmax_bytes = 100000
-    pmax = 0.2
-    red_scale_with_rate = false      # true: kmin/kmax hold for a link_rate_gbps port and
-                                     # scale with each port's rate (a slowed hop's too),
-                                     # as HPCC ns-3's run.py sets them per bandwidth
-    trace_arrivals = false           # true: each agent records every packet its port
-                                     # models queued (time, bytes, backlog), written at
-                                     # the end; for python -m emulator.analysis.marking_point
-                                     # (marking at enqueue vs dequeue). Costs agent CPU.
-
-    [symphony]                       # used by scheme "symphony"
-    k = 0.01
-    tau = 0.25
-    t_win_us = 100.0
-    n_warmup = 2
-    n_sample = 8
-    tracking = "job"                 # job: state per job (Algorithm 1) | ring: per (job, ring)
-
-    [dcqcn]
-    variant = "paper"                # paper | mlx
-    min_rate_gbps = 0.1              # Rmin, real scale (HPCC ns-3's run.py: 1.0)
-    clamp_target_rate = true         # mlx: false keeps Rt on a cut with no RP-timer stage
-                                     # since the last (HPCC ns-3, CheckRateDecreaseMlx)
-    first_cut_at_once = true         # mlx: false arms the checks on the first CNP and cuts
-                                     # at the first one (HPCC ns-3, cnp_received_mlx)
-
-    [transport]
-    mtu_bytes = 4096
-    ack_every = 8
-    per_step_sport = true            # false: one source port per connection
-    rto_us = 1000.0                  # go-back-N retransmission timeout, from the last send
-    nak_timeout_us = 200.0           # receiver: a further NAK for the same gap after this
-    congestion_control = "dcqcn"     # dcqcn (the [dcqcn] variant) | none (line rate,
-                                     # CNPs ignored: what congestion control costs)
-    congestion_flag = "cnp"          # how CE marks reach the sender: cnp (a CNP per flow
-                                     # per interval) | ack (the ACK of every marked packet
-                                     # carries BECN, sent at once: HPCC ns-3's rule)
-
-    [sim]                            # the simulation backend (--backend sim) only
-    host_delay_ms = 0.113            # each datagram reaches its host's NIC an exponential
-                                     # delay of this mean (emulated ms) after it arrived:
-                                     # the emulator's own median receive lag at D = 1000;
-                                     # 0: none (a run's twin takes 0)
-
-    [collective]                     # how every job's ranks run their schedules
-    order = "on_arrival"             # the dependency rule: on_arrival (the paper's §2.1:
-                                     # step s is sent once step s-1 has arrived, whatever
-                                     # earlier steps are doing) | in_order (step s waits
-                                     # for steps 0..s-1 all: one FIFO connection per
-                                     # neighbour gives that); hosts.collectives.order
-
-    [[jobs]]                         # one table per job
-    id = 1                           # job id (P_Key 0x8000 | id), 1..32766
-    hosts = "all"                    # "all", or a list of host names ["h0", "h4", ...]
-    algorithm = "ring_allreduce"     # ring_allreduce | ring_reducescatter | ring_allgather
-                                     # | ring2d_allreduce | halving_doubling_allreduce
-                                     # (power-of-two ranks per ring); hosts.collectives
-    rings = "rail"                   # rail: ring r = host r of every leaf (Fig 1a);
-                                     # single: one ring over `hosts` in order;
-                                     # blocks: each ring ring_size/leaves consecutive
-                                     # hosts of every leaf, in leaf order (emulator.rings)
-    ring_size = 8                    # blocks only: ranks per ring
-    grid = [4, 4]                    # ring2d_allreduce: [rows, columns], hosts row by row
-    chunk_bytes = 262144             # bytes per step flow (or size_bytes: bytes per rank)
-    passes = 4                       # back-to-back collectives
-    compute_gap_us = 0.0             # between passes
-    start_ms = 0.0                   # with after_job: the gap after that job
-    after_job = 0                    # a job id: each rank starts once that job's rank on
-                                     # its host has finished (hosts may then be shared)
-    # Instead of chunk_bytes/size_bytes and passes: data-parallel training (emulator.workloads;
-    # ring_allreduce only). Each iteration: forward, then backward with gradient buckets
-    # all-reduced one at a time as soon as their gradients exist.
-    workload = "vgg16"               # vgg16 | resnet50 | transformer
-    iterations = 2
-    gradient_scale = 0.00390625      # share of the real gradient bytes sent (1/256);
-                                     # compute times scale with it (ratio kept)
-    bucket_mb = 25.0                 # DDP bucket size, real scale (MiB)
-    compute_speedup = 1.0            # divides compute times (Fig 6: 1..64)
-
-    [job_stream]                     # instead of [[jobs]]: a random stream of jobs
-    seed = 1                         # (paper Fig 7c); see emulator.jobstream
-    slots = [["h0", "h4"], ["h1", "h5"]]
-    jobs_per_slot = 3
-    size_bytes = [65536, 262144, 524288]
-    passes = [1, 8]
-    gap_ms = [0.0, 4.0]
-
-    [[perturbations]]                # optional, any number; see PerturbationSpec
-    kind = "imbalance"
-    switch = "leaf0"
-    toward = "spine0"
-    ratio = 1.13
-
-    [run]
-    schemes = ["baseline", "symphony"]   # and "pq": strict priority for lagging flows
-    seeds = [1]                      # or a count: seeds = 3 -> [1, 2, 3]
-    primary = "auto"                 # the metric the comparison is about, printed first:
-                                     # cct | jct | auto (cct when every job runs one
-                                     # collective, jct when one runs several)
-    timeout_s = 600                  # per run, wall clock
-
-Every number's range is declared with its field (a :class:`Range`); reading a file into
-these dataclasses and checking it is ``emulator.spec``'s (``load``, ``validate``).
+quantities are the same at both scales. Every number's range is declared with its field
+(a :class:`Range`, through :func:`_num`), and so is its default: a parameter that a
+process config also has takes that config's default and range (``switch_agent.config``,
+``hosts.config``, ``hosts.cc``), converted to real scale where the spec's key is.
 """
 
 from __future__ import annotations
@@ -185,25 +42,15 @@ MAX_RUN_S = 1e6          # emulated seconds (11.6 days): the longest run, and so
 MAX_SEED = 2**32 - 1     # numpy's legacy seeding takes 32 bits
 MAX_BYTES_PER_RANK = 1 << 36   # passes x bytes of a rank over a run: 64 GiB
 MAX_PASSES = 10_000
-MAX_MESSAGE_CHARS = 2000
-
-
-class SpecError(ValueError):
-    """A bad spec: one line naming the file, the key, the value and what is allowed."""
-
-    def __init__(self, message: str):
-        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
-        if len(text) > MAX_MESSAGE_CHARS:
-            text = text[:MAX_MESSAGE_CHARS] + " ..."
-        super().__init__(text)
 
 
 @dataclass(frozen=True)
 class Range:
     """The values a number of a spec may take, declared once with its field
-    (``field(metadata={"range": Range(...)})``) and checked by ``_section``: finite, in
-    [lo, hi] (``open_lo``: (lo, hi]). ``time_s``: the field is a real-scale time in units
-    of that many seconds (1e-3: ms), and its dilated value must also stay <= MAX_RUN_S."""
+    (``field(metadata={"range": Range(...)})``) and checked by
+    ``emulator.speccheck.section``: finite, in [lo, hi] (``open_lo``: (lo, hi]).
+    ``time_s``: the field is a real-scale time in units of that many seconds (1e-3: ms),
+    and its dilated value must also stay <= MAX_RUN_S."""
     lo: float
     hi: float = math.inf
     unit: str = ""
@@ -443,5 +290,3 @@ SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
 TOP_KEYS = ("name", "description", "profile", "jobs", "job_stream", "messages",
             "perturbations", "variants", "paper") + tuple(SECTIONS)
 
-
-# --- loading -----------------------------------------------------------------------

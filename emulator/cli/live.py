@@ -40,7 +40,10 @@ from emulator.launch.launcher import HostProcesses
 from emulator.perturbations.background import BACKGROUND_PORT
 from emulator.perturbations.engine import Engine
 from emulator.rundir import RunFolder
-from emulator.spec import Spec, SpecError, passes_error, validate
+from emulator.schema import Spec
+from emulator.spec import validate
+from emulator.speccheck import SpecError
+from emulator.specjobs import passes_error
 from switch_agent.agent import SYMPHONY_KEYS
 from topologies import wiring
 
@@ -311,7 +314,7 @@ def run_cli(spec: Spec, scheme: str, seed: int, out: str | None,
 
 
 def cmd_cli(args) -> int:
-    from emulator.spec import SCHEMES
+    from emulator.schema import SCHEMES
     if args.scheme not in SCHEMES:
         print(f"symphony-emu cli: --scheme {args.scheme!r}: allowed: {', '.join(SCHEMES)}",
               file=sys.stderr)

@@ -20,7 +20,7 @@ from emulator.launch.fabric import LiveFabric, topology
 from emulator.launch.launcher import HostProcesses
 from emulator.perturbations.engine import Engine
 from emulator.rundir import RunFolder
-from emulator.spec import Spec
+from emulator.schema import Spec
 
 SETTLE_S = 10.0              # past the ranks' own timeout: they report their open flows
 
