@@ -17,23 +17,26 @@ from dataclasses import dataclass, field
 
 from emulator.perturbations import KINDS as PERTURBATION_KINDS
 from emulator.schemes import SCHEMES as SCHEME_REGISTRY
-from hosts.cc import ALGORITHMS as CC_ALGORITHMS
+from hosts.cc import ALGORITHMS as CC_ALGORITHMS, DcqcnParams
 from hosts.collectives import ALGORITHMS
 from hosts.collectives.order import DEFAULT_ORDER
-from hosts.config import TransportParams
+from hosts.config import MAX_ACK_EVERY, MessageConfig, TransportParams
 from runtime.codec import finite
-from runtime.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS
-from switch_agent.config import K_MAX, T_WIN_S, RedParams, SymphonyParams
+from runtime.scale import (DEFAULT_DILATION, MAX_DILATION, MIN_DILATION, PAPER_LINK_RATE_BPS,
+                           Scale)
+from switch_agent.config import (K_MAX, MAX_RATE_BPS, MAX_THRESHOLD_BYTES, MAX_WINDOWS,
+                                 MIN_RATE_BPS, MIN_T_WIN_S, T_WIN_S, AgentConfig, RedParams,
+                                 SymphonyParams)
 from topologies import wiring
 
 PRIMARY_METRICS = ("auto", "cct", "jct")
 SCHEMES = tuple(SCHEME_REGISTRY)          # emulator.schemes: one object each
 PERTURBATIONS = tuple(PERTURBATION_KINDS)  # emulator.perturbations: one class each
 TOPOLOGY_KINDS = ("leafspine", "dumbbell")
-ROUTINGS = ("ecmp", "static")
 ALGORITHM_NAMES = tuple(ALGORITHMS)
 GRID_ALGORITHMS = tuple(n for n, c in ALGORITHMS.items() if c.needs_grid)
-DCQCN_VARIANTS = ("paper", "mlx")
+# hosts.cc's algorithms: "dcqcn" (its [dcqcn] variant: dcqcn_<variant>) or another by name
+DCQCN_VARIANTS = tuple(n[len("dcqcn_"):] for n in CC_ALGORITHMS if n.startswith("dcqcn_"))
 CONGESTION_CONTROLS = ("dcqcn",) + tuple(n for n in CC_ALGORITHMS if not n.startswith("dcqcn"))
 
 
@@ -49,33 +52,61 @@ class Range:
     """The values a number of a spec may take, declared once with its field
     (``field(metadata={"range": Range(...)})``) and checked by
     ``emulator.speccheck.section``: finite, in [lo, hi] (``open_lo``: (lo, hi]).
-    ``time_s``: the field is a real-scale time in units of that many seconds (1e-3: ms),
-    and its dilated value must also stay <= MAX_RUN_S."""
+    ``time_s``: the field is a real-scale time in units of that many seconds (1e-3: ms);
+    ``rate_bps``: a real-scale rate in units of that many bit/s (1e9: Gb/s). Its value
+    once scaled by the run's dilation must then also be in ``emulated`` (seconds or
+    bit/s, inclusive): what a process can do, declared with its config and read from
+    there (a time's default: at most MAX_RUN_S)."""
     lo: float
     hi: float = math.inf
     unit: str = ""
     open_lo: bool = False
     time_s: float = 0.0
     note: str = ""
+    rate_bps: float = 0.0
+    emulated: tuple = ()
+
+    def bounds(self, dilation: float) -> tuple[float, bool, float]:
+        """(lo, open_lo, hi) at this dilation, in the field's own unit."""
+        if self.time_s:
+            elo, ehi = self.emulated or (-math.inf, MAX_RUN_S)
+            per = dilation * self.time_s          # emulated seconds per unit
+        elif self.rate_bps:
+            elo, ehi = self.emulated
+            per = self.rate_bps / dilation        # emulated bit/s per unit
+        else:
+            return self.lo, self.open_lo, self.hi
+        lo, open_lo = (self.lo, self.open_lo) if elo / per <= self.lo else (elo / per, False)
+        return lo, open_lo, min(self.hi, ehi / per)
 
     def allowed(self, v, dilation: float) -> str | None:
         """None if ``v`` is allowed, else what is allowed, in words."""
-        hi = self.hi
-        if self.time_s:
-            hi = min(hi, MAX_RUN_S / dilation / self.time_s)
-        ok = finite(v) and (v > self.lo if self.open_lo else v >= self.lo) and v <= hi
+        lo, open_lo, hi = self.bounds(dilation)
+        ok = finite(v) and (v > lo if open_lo else v >= lo) and v <= hi
         if ok:
             return None
-        lo, top = _fmt(self.lo), _fmt(hi)
+        low, top = _fmt(lo), _fmt(hi)
         if isinstance(v, int) and not isinstance(v, bool) and not self.time_s:
-            return f"must be >= {lo}: an integer in {lo}..{top}{self.note}"
-        head = (f"must be >= {lo}: " if self.lo >= 1 or self.lo == 0 and not self.open_lo
-                else "must be > 0: " if self.lo >= 0 else "")     # a floor just above 0
-        span = f"{'(' if self.open_lo else '['}{lo}, {top}]{self.unit}"
+            return f"must be >= {low}: an integer in {low}..{top}{self.note}"
+        head = (f"must be >= {low}: " if lo >= 1 or lo == 0 and not open_lo
+                else "must be > 0: " if lo >= 0 else "")     # a floor just above 0
+        span = f"{'(' if open_lo else '['}{low}, {top}]{self.unit}"
         what = "time" if self.time_s else "number"
-        tail = (f" at real scale (at most {_fmt(MAX_RUN_S)} s once dilated by "
-                f"D = {_fmt(dilation)})" if self.time_s else "")
-        return f"{head}a finite {what} in {span}{tail}{self.note}"
+        return f"{head}a finite {what} in {span}{self._scaled(dilation)}{self.note}"
+
+    def _scaled(self, dilation: float) -> str:
+        """What the emulated bounds say, for a real-scale quantity."""
+        d = f"D = {_fmt(dilation)}"
+        if self.time_s and self.emulated:
+            elo, ehi = self.emulated
+            return (f" at real scale (at least {_fmt(elo)} s and at most {_fmt(ehi)} s "
+                    f"once dilated by {d})")
+        if self.time_s:
+            return f" at real scale (at most {_fmt(MAX_RUN_S)} s once dilated by {d})"
+        if self.rate_bps:
+            elo, ehi = self.emulated
+            return f" at real scale ({_fmt(elo)}..{_fmt(ehi)} bit/s once divided by {d})"
+        return ""
 
 
 def _fmt(x) -> str:
@@ -94,7 +125,7 @@ US, MS = 1e-6, 1e-3          # Range.time_s of a field in µs, in ms
 
 @dataclass(frozen=True)
 class ScaleSpec:
-    dilation: float = _num(DEFAULT_DILATION, 1e-3, 1e7)
+    dilation: float = _num(DEFAULT_DILATION, MIN_DILATION, MAX_DILATION)
     host_processes: int = _num(0, 0, 4096, note=" (0: one per CPU)")
     agent_processes: int = _num(0, 0, 4096, note=" (0: one per CPU)")
     pin_cpus: bool = True
@@ -108,11 +139,13 @@ class TopologySpec:
     hosts_per_leaf: int = 4
     hosts: int = 3
     routing: str = "ecmp"
-    link_rate_gbps: float = _num(PAPER_LINK_RATE_BPS / 1e9, 1e-3, 1e4, " Gb/s")
+    link_rate_gbps: float = _num(PAPER_LINK_RATE_BPS / 1e9, 1e-3, 1e4, " Gb/s", rate_bps=1e9,
+                                 emulated=(MIN_RATE_BPS, MAX_RATE_BPS))   # an agent's port
     buffer_bytes: int = wiring.DEFAULT_BUFFER_BYTES
     pods: int = 1
     cores: int = 0
-    oversubscription: float = _num(1.0, 1e-3, 1e3)
+    oversubscription: float = _num(1.0, wiring.MIN_OVERSUBSCRIPTION,
+                                   wiring.MAX_OVERSUBSCRIPTION)
     servers: int = 1                 # how many servers (a list in the file: real ones)
     ssh: bool = False
     ssh_config: str = ""
@@ -132,44 +165,59 @@ class TopologySpec:
 
 
 @dataclass(frozen=True)
-class SwitchSpec:                    # defaults: the agent's own (switch_agent.config)
+class SwitchSpec:                    # defaults, bounds: the agent's (switch_agent.config)
     red: bool = RedParams.enabled
-    kmin_bytes: int = _num(RedParams.kmin_bytes, 0, 1 << 30)
-    kmax_bytes: int = _num(RedParams.kmax_bytes, 0, 1 << 30)
+    kmin_bytes: int = _num(RedParams.kmin_bytes, 0, MAX_THRESHOLD_BYTES)
+    kmax_bytes: int = _num(RedParams.kmax_bytes, 0, MAX_THRESHOLD_BYTES)
     pmax: float = RedParams.pmax
     red_scale_with_rate: bool = False    # kmin/kmax are for a link_rate_gbps port; a port
                                          # at rate r uses them x r/link_rate (HPCC)
-    trace_arrivals: bool = False         # agents record every queued packet (a study)
+    trace_arrivals: bool = AgentConfig.trace_arrivals   # every queued packet (a study)
 
 
 @dataclass(frozen=True)
-class SymphonySpec:                  # defaults: the agent's own (switch_agent.config)
+class SymphonySpec:                  # defaults, bounds: the agent's (switch_agent.config)
     k: float = _num(SymphonyParams.k, 0, K_MAX)   # P = min(1, k alpha psn / psn_rec)
     tau: float = SymphonyParams.tau
-    t_win_us: float = _num(T_WIN_S * 1e6, 0.1, unit=" µs", time_s=US)  # real scale
-    n_warmup: int = _num(SymphonyParams.n_warmup, 0, 10**6)
-    n_sample: int = _num(SymphonyParams.n_sample, 0, 10**6)
+    t_win_us: float = _num(T_WIN_S * 1e6, 0.1, unit=" µs", time_s=US,   # real scale
+                           emulated=(MIN_T_WIN_S, MAX_RUN_S))           # and the agent's
+    n_warmup: int = _num(SymphonyParams.n_warmup, 0, MAX_WINDOWS)
+    n_sample: int = _num(SymphonyParams.n_sample, 0, MAX_WINDOWS)
     tracking: str = SymphonyParams.tracking   # job (Algorithm 1) | ring: per (job, ring)
+
+    def t_win_s(self, scale: Scale) -> float:
+        """The window as an agent takes it (``SymphonyParams.t_win_s``): emulated seconds.
+        (µs / 1e6, not x 1e-6: the default then is the agent's own T_WIN_S to the bit.)"""
+        return scale.time_s(self.t_win_us / 1e6)
 
 
 @dataclass(frozen=True)
-class DcqcnSpec:
+class DcqcnSpec:                     # defaults: the NIC's own (hosts.cc.dcqcn)
     variant: str = "paper"
-    min_rate_gbps: float = _num(0.1, 1e-4, 1e4, " Gb/s")     # Rmin (HPCC's run.py: 1)
-    clamp_target_rate: bool = True        # mlx: false = HPCC's rule (hosts.cc.dcqcn)
-    first_cut_at_once: bool = True        # mlx: false = HPCC's rule (hosts.cc.dcqcn)
+    min_rate_gbps: float = _num(DcqcnParams.min_rate_bps / 1e9, 1e-4, 1e4,   # Rmin (HPCC's
+                                " Gb/s")                                     # run.py: 1)
+    clamp_target_rate: bool = DcqcnParams.clamp_target_rate   # mlx: false = HPCC's rule
+    first_cut_at_once: bool = DcqcnParams.first_cut_at_once   # mlx: false = HPCC's rule
 
 
 @dataclass(frozen=True)
 class TransportSpec:
     mtu_bytes: int = TransportParams.mtu_bytes       # scale-free: declared on the
-    ack_every: int = _num(TransportParams.ack_every, 1, 1024)   # NIC's own type
+    ack_every: int = _num(TransportParams.ack_every, 1, MAX_ACK_EVERY)   # NIC's own type
     per_step_sport: bool = TransportParams.per_step_sport
     # real scale; above a full 512 KB queue at 10 Gb/s (420 us)
     rto_us: float = _num(1000.0, 0, unit=" µs", open_lo=True, time_s=US)
     nak_timeout_us: float = _num(200.0, 0, unit=" µs", open_lo=True, time_s=US)
     congestion_control: str = "dcqcn"   # dcqcn ([dcqcn] variant) | none | a hosts.cc name
     congestion_flag: str = TransportParams.congestion_flag      # cnp | ack (HPCC's)
+
+    def rto_s(self, scale: Scale) -> float:
+        """``TransportParams.rto_s``: emulated seconds."""
+        return scale.time_s(self.rto_us / 1e6)
+
+    def nak_timeout_s(self, scale: Scale) -> float:
+        """``TransportParams.nak_timeout_s``: emulated seconds."""
+        return scale.time_s(self.nak_timeout_us / 1e6)
 
 
 @dataclass(frozen=True)
@@ -249,9 +297,9 @@ class MessageSpec:
     dst: str = ""
     bytes: int = 0
     start_ms: float = _num(0.0, 0, unit=" ms", time_s=MS)
-    job: int = 1
-    step: int = 0
-    channel: int = 0
+    job: int = MessageConfig.job
+    step: int = MessageConfig.step
+    channel: int = MessageConfig.channel
 
 
 @dataclass(frozen=True)

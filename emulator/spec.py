@@ -30,7 +30,7 @@ from emulator.schema import (CONGESTION_CONTROLS, DCQCN_VARIANTS, MAX_SEED, PERT
                              TopologySpec)
 from emulator.speccheck import SpecError, need, reuse, section, show
 from emulator.specjobs import job_hosts
-from hosts.config import CONGESTION_FLAGS, TransportParams
+from hosts.config import TransportParams
 from hosts.collectives.order import ORDERS
 from runtime.scale import Scale
 from switch_agent.config import RedParams, SymphonyParams
@@ -157,7 +157,8 @@ def validate(raw: dict, path: str) -> Spec:
             topo.leaves, topo.spines, topo.hosts_per_leaf, topo.routing))
     else:
         reuse(path, "topology", topo, lambda: wiring.check_shape(1, 0, 1, topo.routing))
-    need(2 <= topo.hosts <= 254, path, "topology.hosts", topo.hosts, "must be in 2..254")
+    need(2 <= topo.hosts <= wiring.MAX_HOSTS_PER_LEAF, path, "topology.hosts", topo.hosts,
+         f"must be in 2..{wiring.MAX_HOSTS_PER_LEAF}")          # a dumbbell: one leaf
     need(topo.pods == 1 or topo.kind == "leafspine", path, "topology.pods", topo.pods,
          "several pods: leafspine only")
     reuse(path, "topology", topo, lambda: wiring.check_pods(
@@ -180,7 +181,7 @@ def validate(raw: dict, path: str) -> Spec:
              "must be true or false")
     scale = Scale(sc.dilation)
     reuse(path, "symphony", sy, lambda: SymphonyParams(
-        scale.time_s(sy.t_win_us * 1e-6), sy.k, sy.tau, sy.n_warmup, sy.n_sample, sy.tracking),
+        sy.t_win_s(scale), sy.k, sy.tau, sy.n_warmup, sy.n_sample, sy.tracking),
         {"t_win_s": "t_win_us"})
     need(dc.variant in DCQCN_VARIANTS, path, "dcqcn.variant", dc.variant,
          f"allowed: {', '.join(DCQCN_VARIANTS)}")
@@ -188,11 +189,9 @@ def validate(raw: dict, path: str) -> Spec:
          tr.congestion_control, f"allowed: {', '.join(CONGESTION_CONTROLS)}")
     need(dc.min_rate_gbps <= topo.link_rate_gbps, path, "dcqcn.min_rate_gbps",
          dc.min_rate_gbps, f"must be at most the link rate ({topo.link_rate_gbps:g} Gb/s)")
-    need(tr.congestion_flag in CONGESTION_FLAGS, path, "transport.congestion_flag",
-         tr.congestion_flag, f"allowed: {', '.join(CONGESTION_FLAGS)}")
     reuse(path, "transport", tr, lambda: TransportParams(
-        mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every, rto_s=scale.time_s(tr.rto_us * 1e-6),
-        nak_timeout_s=scale.time_s(tr.nak_timeout_us * 1e-6)),
+        mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every, rto_s=tr.rto_s(scale),
+        nak_timeout_s=tr.nak_timeout_s(scale), congestion_flag=tr.congestion_flag),
         {"rto_s": "rto_us", "nak_timeout_s": "nak_timeout_us"}, " (µs, real scale)")
     frame_us = tr.mtu_bytes * 8 / (topo.link_rate_gbps * 1e3)
     for key in ("rto_us", "nak_timeout_us"):

@@ -17,10 +17,10 @@ class Message:
     src: str            # host name
     dst: str
     nbytes: int
-    start_s: float = 0.0   # emulated, after t = 0
-    job: int = 1
-    channel: int = 0
-    step: int = 0
+    start_s: float = MessageConfig.start_s   # emulated, after t = 0
+    job: int = MessageConfig.job
+    channel: int = MessageConfig.channel
+    step: int = MessageConfig.step
 
 
 def host_configs(messages: list[Message], ip_of, line_rate_bps: float, cc: CcConfig,
