@@ -129,14 +129,14 @@ def bench_nfqueue(seconds: float, payload: int, steps: int) -> dict:
     """The real agent on NFQUEUE in a one-switch fabric, flooded by one sender."""
     import subprocess
 
-    from emulator.launch.fabric import Fabric
+    from emulator.launch.fabric import LiveFabric
     from topologies.dumbbell import DumbbellTopo
     from topologies.wiring import REPO_ROOT
 
     with tempfile.TemporaryDirectory() as rundir:
         # Ports far faster than the flood, so the shaper never limits what reaches the agent.
         topo = DumbbellTopo(2, rundir=rundir, rate_bps=10e9, buffer_bytes=64 << 20)
-        with Fabric(topo) as fab:
+        with LiveFabric(topo) as fab:
             sw = fab["leaf0"]
             # The receiver drops the flood at its netfilter INPUT hook, so the softirq work
             # that runs inside the agent's verdict send() is the switch's forwarding, not a

@@ -1,156 +1,13 @@
 """What an experiment spec is: its sections, keys, defaults and ranges, as frozen
-dataclasses (``emulator.spec`` reads a TOML file into them and checks it).
+dataclasses (``emulator.spec`` reads a TOML file into them and checks it; docs/spec.md
+shows a complete spec with every key and its default).
 
 Quantities are written at **real scale**, as in the paper (link rates in Gb/s, times in
 µs/ms); the run converts them with ``runtime.scale`` (``[scale] dilation``). Byte
-quantities are the same at both scales. A complete spec with every key::
-
-    name = "table1"
-    description = "free text"
-
-    [scale]
-    dilation = 1000                  # emulated = real / D for rates, x D for times
-    host_processes = 0               # processes serving the hosts (hosts.group); 0: one
-                                     # per CPU, more past 8 hosts each. Each host keeps its
-                                     # own NIC, sockets and namespace (architecture §3.4)
-    agent_processes = 0              # processes serving the switch agents; 0: as above.
-                                     # Each switch keeps its own queue, pipeline and
-                                     # telemetry (architecture §5.1)
-    pin_cpus = true                  # each host and agent process on one CPU, round-robin
-
-    [topology]
-    kind = "leafspine"               # leafspine | dumbbell
-    leaves = 4                       # leafspine only
-    spines = 4                       # leafspine only
-    hosts_per_leaf = 4               # leafspine; dumbbell: `hosts`
-    hosts = 3                        # dumbbell only
-    routing = "ecmp"                 # ecmp | static
-    link_rate_gbps = 10.0
-    buffer_bytes = 524288            # per switch egress port
-    pods = 1                         # > 1: pods of `leaves` x `spines`, joined by cores
-    cores = 0                        # core switches (every spine links to every core)
-    oversubscription = 1.0           # spine downlink : uplink capacity (sets core links' rate)
-    servers = 1                      # > 1: whole pods on that many stand-in servers, the
-                                     # links between them over VXLAN (docs/distributed.md)
-    ssh = false                      # with servers > 1: each stand-in server runs an sshd
-                                     # and every node, agent and host process is started,
-                                     # configured and collected through it
-                                     # servers = ["root@10.0.0.2", "root@10.0.0.3"]: whole
-                                     # pods on these real servers ([user@]host[:port], as
-                                     # you ssh to them; --servers on the command line),
-                                     # reached over your ssh (docs/distributed.md)
-    ssh_config = ""                  # real servers: an ssh_config file to use ("": yours)
-    underlay = []                    # real servers: each one's address for the links
-                                     # between servers ([]: the one its sshd answers on)
-    underlay_gbps = 0.0              # the servers' network, per server (0: each underlay
-                                     # interface's speed, if the kernel knows it)
-
-    [switch]                         # RED/ECN of the congestion point
-    red = true
-    kmin_bytes = 50000
-    kmax_bytes = 100000
-    pmax = 0.2
-    red_scale_with_rate = false      # true: kmin/kmax hold for a link_rate_gbps port and
-                                     # scale with each port's rate (a slowed hop's too),
-                                     # as HPCC ns-3's run.py sets them per bandwidth
-    trace_arrivals = false           # true: each agent records every packet its port
-                                     # models queued (time, bytes, backlog), written at
-                                     # the end; for python -m emulator.analysis.marking_point
-                                     # (marking at enqueue vs dequeue). Costs agent CPU.
-
-    [symphony]                       # used by scheme "symphony"
-    k = 0.01
-    tau = 0.25
-    t_win_us = 100.0
-    n_warmup = 2
-    n_sample = 8
-    tracking = "job"                 # job: state per job (Algorithm 1) | ring: per (job, ring)
-
-    [dcqcn]
-    variant = "paper"                # paper | mlx
-    min_rate_gbps = 0.1              # Rmin, real scale (HPCC ns-3's run.py: 1.0)
-    clamp_target_rate = true         # mlx: false keeps Rt on a cut with no RP-timer stage
-                                     # since the last (HPCC ns-3, CheckRateDecreaseMlx)
-    first_cut_at_once = true         # mlx: false arms the checks on the first CNP and cuts
-                                     # at the first one (HPCC ns-3, cnp_received_mlx)
-
-    [transport]
-    mtu_bytes = 4096
-    ack_every = 8
-    per_step_sport = true            # false: one source port per connection
-    rto_us = 1000.0                  # go-back-N retransmission timeout, from the last send
-    nak_timeout_us = 200.0           # receiver: a further NAK for the same gap after this
-    congestion_control = "dcqcn"     # dcqcn (the [dcqcn] variant) | none (line rate,
-                                     # CNPs ignored: what congestion control costs)
-    congestion_flag = "cnp"          # how CE marks reach the sender: cnp (a CNP per flow
-                                     # per interval) | ack (the ACK of every marked packet
-                                     # carries BECN, sent at once: HPCC ns-3's rule)
-
-    [sim]                            # the simulation backend (--backend sim) only
-    host_delay_ms = 0.113            # each datagram reaches its host's NIC an exponential
-                                     # delay of this mean (emulated ms) after it arrived:
-                                     # the emulator's own median receive lag at D = 1000;
-                                     # 0: none (a run's twin takes 0)
-
-    [collective]                     # how every job's ranks run their schedules
-    order = "on_arrival"             # the dependency rule: on_arrival (the paper's §2.1:
-                                     # step s is sent once step s-1 has arrived, whatever
-                                     # earlier steps are doing) | in_order (step s waits
-                                     # for steps 0..s-1 all: one FIFO connection per
-                                     # neighbour gives that); hosts.collectives.order
-
-    [[jobs]]                         # one table per job
-    id = 1                           # job id (P_Key 0x8000 | id), 1..32766
-    hosts = "all"                    # "all", or a list of host names ["h0", "h4", ...]
-    algorithm = "ring_allreduce"     # ring_allreduce | ring_reducescatter | ring_allgather
-                                     # | ring2d_allreduce | halving_doubling_allreduce
-                                     # (power-of-two ranks per ring); hosts.collectives
-    rings = "rail"                   # rail: ring r = host r of every leaf (Fig 1a);
-                                     # single: one ring over `hosts` in order;
-                                     # blocks: each ring ring_size/leaves consecutive
-                                     # hosts of every leaf, in leaf order (emulator.rings)
-    ring_size = 8                    # blocks only: ranks per ring
-    grid = [4, 4]                    # ring2d_allreduce: [rows, columns], hosts row by row
-    chunk_bytes = 262144             # bytes per step flow (or size_bytes: bytes per rank)
-    passes = 4                       # back-to-back collectives
-    compute_gap_us = 0.0             # between passes
-    start_ms = 0.0                   # with after_job: the gap after that job
-    after_job = 0                    # a job id: each rank starts once that job's rank on
-                                     # its host has finished (hosts may then be shared)
-    # Instead of chunk_bytes/size_bytes and passes: data-parallel training (emulator.workloads;
-    # ring_allreduce only). Each iteration: forward, then backward with gradient buckets
-    # all-reduced one at a time as soon as their gradients exist.
-    workload = "vgg16"               # vgg16 | resnet50 | transformer
-    iterations = 2
-    gradient_scale = 0.00390625      # share of the real gradient bytes sent (1/256);
-                                     # compute times scale with it (ratio kept)
-    bucket_mb = 25.0                 # DDP bucket size, real scale (MiB)
-    compute_speedup = 1.0            # divides compute times (Fig 6: 1..64)
-
-    [job_stream]                     # instead of [[jobs]]: a random stream of jobs
-    seed = 1                         # (paper Fig 7c); see emulator.jobstream
-    slots = [["h0", "h4"], ["h1", "h5"]]
-    jobs_per_slot = 3
-    size_bytes = [65536, 262144, 524288]
-    passes = [1, 8]
-    gap_ms = [0.0, 4.0]
-
-    [[perturbations]]                # optional, any number; see PerturbationSpec
-    kind = "imbalance"
-    switch = "leaf0"
-    toward = "spine0"
-    ratio = 1.13
-
-    [run]
-    schemes = ["baseline", "symphony"]   # and "pq": strict priority for lagging flows
-    seeds = [1]                      # or a count: seeds = 3 -> [1, 2, 3]
-    primary = "auto"                 # the metric the comparison is about, printed first:
-                                     # cct | jct | auto (cct when every job runs one
-                                     # collective, jct when one runs several)
-    timeout_s = 600                  # per run, wall clock
-
-Every number's range is declared with its field (a :class:`Range`); reading a file into
-these dataclasses and checking it is ``emulator.spec``'s (``load``, ``validate``).
+quantities are the same at both scales. Every number's range is declared with its field
+(a :class:`Range`, through :func:`_num`), and so is its default: a parameter that a
+process config also has takes that config's default and range (``switch_agent.config``,
+``hosts.config``, ``hosts.cc``), converted to real scale where the spec's key is.
 """
 
 from __future__ import annotations
@@ -160,23 +17,26 @@ from dataclasses import dataclass, field
 
 from emulator.perturbations import KINDS as PERTURBATION_KINDS
 from emulator.schemes import SCHEMES as SCHEME_REGISTRY
-from hosts.cc import ALGORITHMS as CC_ALGORITHMS
+from hosts.cc import ALGORITHMS as CC_ALGORITHMS, DcqcnParams
 from hosts.collectives import ALGORITHMS
 from hosts.collectives.order import DEFAULT_ORDER
-from hosts.config import TransportParams
+from hosts.config import MAX_ACK_EVERY, MessageConfig, TransportParams
 from runtime.codec import finite
-from runtime.scale import DEFAULT_DILATION, PAPER_LINK_RATE_BPS
-from switch_agent.config import K_MAX, T_WIN_S, RedParams, SymphonyParams
+from runtime.scale import (DEFAULT_DILATION, MAX_DILATION, MIN_DILATION, PAPER_LINK_RATE_BPS,
+                           Scale)
+from switch_agent.config import (K_MAX, MAX_RATE_BPS, MAX_THRESHOLD_BYTES, MAX_WINDOWS,
+                                 MIN_RATE_BPS, MIN_T_WIN_S, T_WIN_S, AgentConfig, RedParams,
+                                 SymphonyParams)
 from topologies import wiring
 
 PRIMARY_METRICS = ("auto", "cct", "jct")
 SCHEMES = tuple(SCHEME_REGISTRY)          # emulator.schemes: one object each
 PERTURBATIONS = tuple(PERTURBATION_KINDS)  # emulator.perturbations: one class each
 TOPOLOGY_KINDS = ("leafspine", "dumbbell")
-ROUTINGS = ("ecmp", "static")
 ALGORITHM_NAMES = tuple(ALGORITHMS)
 GRID_ALGORITHMS = tuple(n for n, c in ALGORITHMS.items() if c.needs_grid)
-DCQCN_VARIANTS = ("paper", "mlx")
+# hosts.cc's algorithms: "dcqcn" (its [dcqcn] variant: dcqcn_<variant>) or another by name
+DCQCN_VARIANTS = tuple(n[len("dcqcn_"):] for n in CC_ALGORITHMS if n.startswith("dcqcn_"))
 CONGESTION_CONTROLS = ("dcqcn",) + tuple(n for n in CC_ALGORITHMS if not n.startswith("dcqcn"))
 
 
@@ -185,50 +45,68 @@ MAX_RUN_S = 1e6          # emulated seconds (11.6 days): the longest run, and so
 MAX_SEED = 2**32 - 1     # numpy's legacy seeding takes 32 bits
 MAX_BYTES_PER_RANK = 1 << 36   # passes x bytes of a rank over a run: 64 GiB
 MAX_PASSES = 10_000
-MAX_MESSAGE_CHARS = 2000
-
-
-class SpecError(ValueError):
-    """A bad spec: one line naming the file, the key, the value and what is allowed."""
-
-    def __init__(self, message: str):
-        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
-        if len(text) > MAX_MESSAGE_CHARS:
-            text = text[:MAX_MESSAGE_CHARS] + " ..."
-        super().__init__(text)
 
 
 @dataclass(frozen=True)
 class Range:
     """The values a number of a spec may take, declared once with its field
-    (``field(metadata={"range": Range(...)})``) and checked by ``_section``: finite, in
-    [lo, hi] (``open_lo``: (lo, hi]). ``time_s``: the field is a real-scale time in units
-    of that many seconds (1e-3: ms), and its dilated value must also stay <= MAX_RUN_S."""
+    (``field(metadata={"range": Range(...)})``) and checked by
+    ``emulator.speccheck.section``: finite, in [lo, hi] (``open_lo``: (lo, hi]).
+    ``time_s``: the field is a real-scale time in units of that many seconds (1e-3: ms);
+    ``rate_bps``: a real-scale rate in units of that many bit/s (1e9: Gb/s). Its value
+    once scaled by the run's dilation must then also be in ``emulated`` (seconds or
+    bit/s, inclusive): what a process can do, declared with its config and read from
+    there (a time's default: at most MAX_RUN_S)."""
     lo: float
     hi: float = math.inf
     unit: str = ""
     open_lo: bool = False
     time_s: float = 0.0
     note: str = ""
+    rate_bps: float = 0.0
+    emulated: tuple = ()
+
+    def bounds(self, dilation: float) -> tuple[float, bool, float]:
+        """(lo, open_lo, hi) at this dilation, in the field's own unit."""
+        if self.time_s:
+            elo, ehi = self.emulated or (-math.inf, MAX_RUN_S)
+            per = dilation * self.time_s          # emulated seconds per unit
+        elif self.rate_bps:
+            elo, ehi = self.emulated
+            per = self.rate_bps / dilation        # emulated bit/s per unit
+        else:
+            return self.lo, self.open_lo, self.hi
+        lo, open_lo = (self.lo, self.open_lo) if elo / per <= self.lo else (elo / per, False)
+        return lo, open_lo, min(self.hi, ehi / per)
 
     def allowed(self, v, dilation: float) -> str | None:
         """None if ``v`` is allowed, else what is allowed, in words."""
-        hi = self.hi
-        if self.time_s:
-            hi = min(hi, MAX_RUN_S / dilation / self.time_s)
-        ok = finite(v) and (v > self.lo if self.open_lo else v >= self.lo) and v <= hi
+        lo, open_lo, hi = self.bounds(dilation)
+        ok = finite(v) and (v > lo if open_lo else v >= lo) and v <= hi
         if ok:
             return None
-        lo, top = _fmt(self.lo), _fmt(hi)
+        low, top = _fmt(lo), _fmt(hi)
         if isinstance(v, int) and not isinstance(v, bool) and not self.time_s:
-            return f"must be >= {lo}: an integer in {lo}..{top}{self.note}"
-        head = (f"must be >= {lo}: " if self.lo >= 1 or self.lo == 0 and not self.open_lo
-                else "must be > 0: " if self.lo >= 0 else "")     # a floor just above 0
-        span = f"{'(' if self.open_lo else '['}{lo}, {top}]{self.unit}"
+            return f"must be >= {low}: an integer in {low}..{top}{self.note}"
+        head = (f"must be >= {low}: " if lo >= 1 or lo == 0 and not open_lo
+                else "must be > 0: " if lo >= 0 else "")     # a floor just above 0
+        span = f"{'(' if open_lo else '['}{low}, {top}]{self.unit}"
         what = "time" if self.time_s else "number"
-        tail = (f" at real scale (at most {_fmt(MAX_RUN_S)} s once dilated by "
-                f"D = {_fmt(dilation)})" if self.time_s else "")
-        return f"{head}a finite {what} in {span}{tail}{self.note}"
+        return f"{head}a finite {what} in {span}{self._scaled(dilation)}{self.note}"
+
+    def _scaled(self, dilation: float) -> str:
+        """What the emulated bounds say, for a real-scale quantity."""
+        d = f"D = {_fmt(dilation)}"
+        if self.time_s and self.emulated:
+            elo, ehi = self.emulated
+            return (f" at real scale (at least {_fmt(elo)} s and at most {_fmt(ehi)} s "
+                    f"once dilated by {d})")
+        if self.time_s:
+            return f" at real scale (at most {_fmt(MAX_RUN_S)} s once dilated by {d})"
+        if self.rate_bps:
+            elo, ehi = self.emulated
+            return f" at real scale ({_fmt(elo)}..{_fmt(ehi)} bit/s once divided by {d})"
+        return ""
 
 
 def _fmt(x) -> str:
@@ -247,7 +125,7 @@ US, MS = 1e-6, 1e-3          # Range.time_s of a field in µs, in ms
 
 @dataclass(frozen=True)
 class ScaleSpec:
-    dilation: float = _num(DEFAULT_DILATION, 1e-3, 1e7)
+    dilation: float = _num(DEFAULT_DILATION, MIN_DILATION, MAX_DILATION)
     host_processes: int = _num(0, 0, 4096, note=" (0: one per CPU)")
     agent_processes: int = _num(0, 0, 4096, note=" (0: one per CPU)")
     pin_cpus: bool = True
@@ -261,11 +139,13 @@ class TopologySpec:
     hosts_per_leaf: int = 4
     hosts: int = 3
     routing: str = "ecmp"
-    link_rate_gbps: float = _num(PAPER_LINK_RATE_BPS / 1e9, 1e-3, 1e4, " Gb/s")
+    link_rate_gbps: float = _num(PAPER_LINK_RATE_BPS / 1e9, 1e-3, 1e4, " Gb/s", rate_bps=1e9,
+                                 emulated=(MIN_RATE_BPS, MAX_RATE_BPS))   # an agent's port
     buffer_bytes: int = wiring.DEFAULT_BUFFER_BYTES
     pods: int = 1
     cores: int = 0
-    oversubscription: float = _num(1.0, 1e-3, 1e3)
+    oversubscription: float = _num(1.0, wiring.MIN_OVERSUBSCRIPTION,
+                                   wiring.MAX_OVERSUBSCRIPTION)
     servers: int = 1                 # how many servers (a list in the file: real ones)
     ssh: bool = False
     ssh_config: str = ""
@@ -285,44 +165,59 @@ class TopologySpec:
 
 
 @dataclass(frozen=True)
-class SwitchSpec:                    # defaults: the agent's own (switch_agent.config)
+class SwitchSpec:                    # defaults, bounds: the agent's (switch_agent.config)
     red: bool = RedParams.enabled
-    kmin_bytes: int = _num(RedParams.kmin_bytes, 0, 1 << 30)
-    kmax_bytes: int = _num(RedParams.kmax_bytes, 0, 1 << 30)
+    kmin_bytes: int = _num(RedParams.kmin_bytes, 0, MAX_THRESHOLD_BYTES)
+    kmax_bytes: int = _num(RedParams.kmax_bytes, 0, MAX_THRESHOLD_BYTES)
     pmax: float = RedParams.pmax
     red_scale_with_rate: bool = False    # kmin/kmax are for a link_rate_gbps port; a port
                                          # at rate r uses them x r/link_rate (HPCC)
-    trace_arrivals: bool = False         # agents record every queued packet (a study)
+    trace_arrivals: bool = AgentConfig.trace_arrivals   # every queued packet (a study)
 
 
 @dataclass(frozen=True)
-class SymphonySpec:                  # defaults: the agent's own (switch_agent.config)
+class SymphonySpec:                  # defaults, bounds: the agent's (switch_agent.config)
     k: float = _num(SymphonyParams.k, 0, K_MAX)   # P = min(1, k alpha psn / psn_rec)
     tau: float = SymphonyParams.tau
-    t_win_us: float = _num(T_WIN_S * 1e6, 0.1, unit=" µs", time_s=US)  # real scale
-    n_warmup: int = _num(SymphonyParams.n_warmup, 0, 10**6)
-    n_sample: int = _num(SymphonyParams.n_sample, 0, 10**6)
+    t_win_us: float = _num(T_WIN_S * 1e6, 0.1, unit=" µs", time_s=US,   # real scale
+                           emulated=(MIN_T_WIN_S, MAX_RUN_S))           # and the agent's
+    n_warmup: int = _num(SymphonyParams.n_warmup, 0, MAX_WINDOWS)
+    n_sample: int = _num(SymphonyParams.n_sample, 0, MAX_WINDOWS)
     tracking: str = SymphonyParams.tracking   # job (Algorithm 1) | ring: per (job, ring)
+
+    def t_win_s(self, scale: Scale) -> float:
+        """The window as an agent takes it (``SymphonyParams.t_win_s``): emulated seconds.
+        (µs / 1e6, not x 1e-6: the default then is the agent's own T_WIN_S to the bit.)"""
+        return scale.time_s(self.t_win_us / 1e6)
 
 
 @dataclass(frozen=True)
-class DcqcnSpec:
+class DcqcnSpec:                     # defaults: the NIC's own (hosts.cc.dcqcn)
     variant: str = "paper"
-    min_rate_gbps: float = _num(0.1, 1e-4, 1e4, " Gb/s")     # Rmin (HPCC's run.py: 1)
-    clamp_target_rate: bool = True        # mlx: false = HPCC's rule (hosts.cc.dcqcn)
-    first_cut_at_once: bool = True        # mlx: false = HPCC's rule (hosts.cc.dcqcn)
+    min_rate_gbps: float = _num(DcqcnParams.min_rate_bps / 1e9, 1e-4, 1e4,   # Rmin (HPCC's
+                                " Gb/s")                                     # run.py: 1)
+    clamp_target_rate: bool = DcqcnParams.clamp_target_rate   # mlx: false = HPCC's rule
+    first_cut_at_once: bool = DcqcnParams.first_cut_at_once   # mlx: false = HPCC's rule
 
 
 @dataclass(frozen=True)
 class TransportSpec:
     mtu_bytes: int = TransportParams.mtu_bytes       # scale-free: declared on the
-    ack_every: int = _num(TransportParams.ack_every, 1, 1024)   # NIC's own type
+    ack_every: int = _num(TransportParams.ack_every, 1, MAX_ACK_EVERY)   # NIC's own type
     per_step_sport: bool = TransportParams.per_step_sport
     # real scale; above a full 512 KB queue at 10 Gb/s (420 us)
     rto_us: float = _num(1000.0, 0, unit=" µs", open_lo=True, time_s=US)
     nak_timeout_us: float = _num(200.0, 0, unit=" µs", open_lo=True, time_s=US)
     congestion_control: str = "dcqcn"   # dcqcn ([dcqcn] variant) | none | a hosts.cc name
     congestion_flag: str = TransportParams.congestion_flag      # cnp | ack (HPCC's)
+
+    def rto_s(self, scale: Scale) -> float:
+        """``TransportParams.rto_s``: emulated seconds."""
+        return scale.time_s(self.rto_us / 1e6)
+
+    def nak_timeout_s(self, scale: Scale) -> float:
+        """``TransportParams.nak_timeout_s``: emulated seconds."""
+        return scale.time_s(self.nak_timeout_us / 1e6)
 
 
 @dataclass(frozen=True)
@@ -402,9 +297,9 @@ class MessageSpec:
     dst: str = ""
     bytes: int = 0
     start_ms: float = _num(0.0, 0, unit=" ms", time_s=MS)
-    job: int = 1
-    step: int = 0
-    channel: int = 0
+    job: int = MessageConfig.job
+    step: int = MessageConfig.step
+    channel: int = MessageConfig.channel
 
 
 @dataclass(frozen=True)
@@ -443,5 +338,3 @@ SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
 TOP_KEYS = ("name", "description", "profile", "jobs", "job_stream", "messages",
             "perturbations", "variants", "paper") + tuple(SECTIONS)
 
-
-# --- loading -----------------------------------------------------------------------

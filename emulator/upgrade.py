@@ -30,7 +30,8 @@ import os
 from dataclasses import asdict, replace
 
 from emulator import plan as planning
-from emulator.spec import SpecError, validate
+from emulator.spec import validate
+from emulator.speccheck import SpecError
 from runtime.records import FORMAT, RecordError, decode
 
 PLAN_KEYS = ("scale", "link_rate_bps", "mtu_bytes", "path_hops", "layouts")

@@ -18,6 +18,7 @@ from runtime.codec import Codec, check, check_group, check_netns_pid, finite
 
 
 CONGESTION_FLAGS = ("cnp", "ack")
+MAX_ACK_EVERY = 1024                 # in-order packets per ACK (transport.ack_every)
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,8 @@ class TransportParams(Codec):
         check(isinstance(self.mtu_bytes, int) and 256 <= self.mtu_bytes <= 8192
               and self.mtu_bytes % 4 == 0, "mtu_bytes", self.mtu_bytes,
               "must be a multiple of 4 in 256..8192")
-        check(isinstance(self.ack_every, int) and self.ack_every >= 1, "ack_every",
-              self.ack_every, "must be >= 1")
+        check(isinstance(self.ack_every, int) and 1 <= self.ack_every <= MAX_ACK_EVERY,
+              "ack_every", self.ack_every, f"must be >= 1: in 1..{MAX_ACK_EVERY}")
         for name in ("rto_s", "nak_timeout_s", "rate_sample_s"):
             v = getattr(self, name)
             check(finite(v) and v > 0, name, v, "must be > 0")

@@ -15,6 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DEFAULT_DILATION = 1000.0
+# The dilations a run may use: at 1e-3 a 10 Gb/s link would be emulated at 10 Tb/s, at 1e7
+# at 1 kb/s (a 4 KB frame every 33 s); ``[scale] dilation`` reads them from here.
+MIN_DILATION, MAX_DILATION = 1e-3, 1e7
 
 # Real-scale reference values (paper Table 1; docs/architecture.md §3.2): the defaults of
 # the spec's link rate and of DCQCN's notification point, declared here once.
@@ -27,8 +30,9 @@ class Scale:
     dilation: float = DEFAULT_DILATION
 
     def __post_init__(self):
-        if not self.dilation > 0:
-            raise ValueError(f"dilation must be > 0, got {self.dilation}")
+        if not MIN_DILATION <= self.dilation <= MAX_DILATION:     # NaN too
+            raise ValueError(f"dilation must be in [{MIN_DILATION:g}, {MAX_DILATION:g}], "
+                             f"got {self.dilation}")
 
     def rate_bps(self, real_rate_bps: float) -> float:
         """Emulated rate of a real-scale rate."""

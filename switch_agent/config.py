@@ -22,6 +22,11 @@ T_WIN_S = 100e-6            # Symphony's window at real scale (paper §4.1); the
 # a Python agent forwards.
 MIN_T_WIN_S = 1e-6
 MIN_RATE_BPS, MAX_RATE_BPS = 1e3, 1e12
+# Scale-free bounds, here for the agent's live commands and the spec alike (the spec's
+# keys read them): RED thresholds up to the largest port buffer a spec may give
+# (topology.buffer_bytes <= 2**30), Symphony's warm-up and sample counts in windows.
+MAX_THRESHOLD_BYTES = 1 << 30
+MAX_WINDOWS = 10**6
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,8 @@ class RedParams(Codec):
         check(finite(self.kmin_bytes) and finite(self.kmax_bytes)
               and 0 <= self.kmin_bytes < self.kmax_bytes, "kmin_bytes", self.kmin_bytes,
               f"need 0 <= kmin_bytes < kmax_bytes ({self.kmax_bytes})")
+        check(self.kmax_bytes <= MAX_THRESHOLD_BYTES, "kmax_bytes", self.kmax_bytes,
+              f"must be at most {MAX_THRESHOLD_BYTES} bytes")
         check(finite(self.pmax) and 0 <= self.pmax <= 1, "pmax", self.pmax, "must be in [0, 1]")
         check(finite(self.rate_ref_bps) and self.rate_ref_bps >= 0, "rate_ref_bps",
               self.rate_ref_bps, "must be >= 0 (0: thresholds not scaled with the port rate)")
@@ -71,8 +78,8 @@ class SymphonyParams(Codec):
               f"must be a time >= {MIN_T_WIN_S:g} s (emulated)")
         for name in ("n_warmup", "n_sample"):
             v = getattr(self, name)
-            check(isinstance(v, int) and not isinstance(v, bool) and v >= 0, name, v,
-                  "must be an integer >= 0")
+            check(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_WINDOWS,
+                  name, v, f"must be an integer >= 0 and <= {MAX_WINDOWS}")
         check(self.tracking in TRACKING, "tracking", self.tracking,
               f"allowed: {', '.join(TRACKING)}")
 

@@ -38,7 +38,7 @@ def no_leftovers():
     """Fail the test if it leaves a veth in the root namespace or a process of the run."""
     before = _root_veths()
     created = []
-    yield created           # tests append Fabric objects here
+    yield created           # tests append LiveFabric objects here
     after = _root_veths()
     assert after <= before, f"veth interfaces left behind: {sorted(after - before)}"
     for fab in created:

@@ -3,7 +3,7 @@ an agent, no datagram brings one down, and a dead agent means unmarked forwardin
 
 One dumbbell (h0, h1 on leaf0). A root process in h0's namespace tries to set leaf0's
 ``drop_fraction`` to 0.5 and to switch Symphony off — the attack of issue 13 — and fails,
-while the same probe from leaf0's own namespace, and ``Fabric.agent``, get through. Then
+while the same probe from leaf0's own namespace, and ``LiveFabric.agent``, get through. Then
 1500 hostile datagrams go to the live agent through its control channel: it keeps its
 pid, answers each, and still forwards (and counts) a RoCE stream. Last, the agent is
 killed: NFQUEUE's ``--queue-bypass`` forwards without it.
@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from emulator.launch.fabric import Fabric
+from emulator.launch.fabric import LiveFabric
 from switch_agent import control
 from tests.conftest import _root_veths
 from tests.fabric_util import ENV, REPO_ROOT, run_streams, wait_until
@@ -60,7 +60,7 @@ ATTACK = [{"cmd": "drop_fraction", "value": 0.5}, {"cmd": "symphony", "enabled":
 def dumbbell(tmp_path_factory):
     rundir = str(tmp_path_factory.mktemp("control"))
     veths = _root_veths()
-    fab = Fabric(DumbbellTopo(2, rundir=rundir))
+    fab = LiveFabric(DumbbellTopo(2, rundir=rundir))
     fab.start()
     yield fab
     fab.stop()

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from emulator.launch.fabric import Fabric
+from emulator.launch.fabric import LiveFabric
 from runtime.telemetry import read_records
 from tests.conftest import _root_veths
 from tests.fabric_util import ENV, REPO_ROOT, finish, run_streams, start_receiver
@@ -36,7 +36,7 @@ def dumbbell(tmp_path_factory):
     """h0, h1, h2 on one switch; the port towards h1 runs at half the link rate."""
     rundir = str(tmp_path_factory.mktemp("dumbbell"))
     veths = _root_veths()
-    fab = Fabric(DumbbellTopo(3, rundir=rundir, port_rates={"leaf0": {SLOW_PORT: RATE / 2}}))
+    fab = LiveFabric(DumbbellTopo(3, rundir=rundir, port_rates={"leaf0": {SLOW_PORT: RATE / 2}}))
     fab.start()
     yield fab
     fab.stop()
@@ -258,7 +258,7 @@ def test_queue_model_follows_kernel_backlog(dumbbell):
 def leafspine(tmp_path_factory):
     rundir = str(tmp_path_factory.mktemp("leafspine"))
     veths = _root_veths()
-    fab = Fabric(LeafSpineTopo(4, 4, 4, rundir=rundir))
+    fab = LiveFabric(LeafSpineTopo(4, 4, 4, rundir=rundir))
     fab.start()
     yield fab
     fab.stop()
@@ -291,7 +291,7 @@ def test_ecmp_spreads_flows_over_all_spines(leafspine):
 
 
 def test_static_routing_puts_ring_r_on_spine_r(tmp_path, no_leftovers):
-    fab = Fabric(LeafSpineTopo(2, 2, 2, routing="static", rundir=str(tmp_path)))
+    fab = LiveFabric(LeafSpineTopo(2, 2, 2, routing="static", rundir=str(tmp_path)))
     no_leftovers.append(fab)
     with fab:
         for i in (0, 1):

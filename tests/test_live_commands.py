@@ -9,7 +9,9 @@ import pytest
 
 from emulator.cli import commands
 from emulator.cli.commands import CommandError
-from emulator.spec import SpecError, passes_error, validate
+from emulator.spec import validate
+from emulator.speccheck import SpecError
+from emulator.specjobs import passes_error
 from tests.toml_util import to_toml
 
 MAIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

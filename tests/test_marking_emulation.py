@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from emulator.launch.fabric import Fabric
+from emulator.launch.fabric import LiveFabric
 from runtime import wire
 from runtime.telemetry import read_records
 from tests.fabric_util import run_streams
@@ -75,7 +75,7 @@ def check_marks(intervals, what: str) -> str:
 
 def test_a_queue_climbing_through_the_red_band_is_marked_at_reds_rate(tmp_path, no_leftovers):
     rundir = str(tmp_path)
-    fab = Fabric(DumbbellTopo(2, rundir=rundir, port_rates={"leaf0": {PORT: PORT_RATE_BPS}}))
+    fab = LiveFabric(DumbbellTopo(2, rundir=rundir, port_rates={"leaf0": {PORT: PORT_RATE_BPS}}))
     no_leftovers.append(fab)
     h0, h1 = wiring.host_ip(0, 0), wiring.host_ip(0, 1)
     rate_bps = OVERLOAD * PORT_RATE_BPS

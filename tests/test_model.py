@@ -6,9 +6,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from emulator.model import (Background, JobInput, LinkEvent, Message, dumbbell, leaf_spine,
+from emulator.model import (BackgroundStream, JobInput, LinkEvent, dumbbell, leaf_spine,
                             simulate)
-from emulator.spec import JobSpec, TopologySpec
+from emulator.plan.messages import Message
+from emulator.schema import JobSpec, TopologySpec
 
 from emulator.analysis import metrics
 from emulator.plan.layout import JobLayout, layout, theoretical_cct_s, wire_bytes
@@ -161,7 +162,7 @@ def test_background_takes_its_rate_first_and_leaves_it_when_done():
     t_b = W / (1.5 * R)
     for scheme in ("baseline", "pq", "ideal-priority"):
         res = simulate(dumbbell(2, rate_bps=R), [pair()], scheme=scheme, mtu_bytes=MTU,
-                       background=[Background("h0", "h1", R / 4, 0.0, t_b)])
+                       background=[BackgroundStream("h0", "h1", R / 4, 0.0, t_b)])
         assert ends(res)[(1, 0)][1] == pytest.approx(7 / 6 * T, rel=1e-12)
         assert ends(res)[(0, 0)][1] == pytest.approx(T, rel=1e-12)
         bg, = res.background

@@ -4,7 +4,7 @@ Pure (the route tables come from topologies.fabric, nothing is set up)."""
 import pytest
 
 from emulator.model.topology import dumbbell, from_topology, leaf_spine
-from emulator.spec import TopologySpec
+from emulator.schema import TopologySpec
 from topologies import wiring
 
 R = 8e6

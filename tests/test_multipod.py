@@ -8,10 +8,11 @@ import itertools
 import pytest
 
 from emulator import plan as planning
-from emulator.spec import load, neighbors, switch_names
+from emulator.spec import load
 from tests.toml_util import assert_spec_error, to_toml
 from topologies import wiring
 from topologies.leafspine import LeafSpineTopo
+from topologies.wiring import neighbors, switch_names
 
 SHAPES = [(2, 2, 2, 2, 2), (3, 2, 1, 2, 1), (2, 4, 4, 1, 4)]   # pods, leaves, spines, hpl, cores
 

@@ -7,7 +7,8 @@ import os
 import pytest
 
 from emulator import paper
-from emulator.spec import SpecError, load
+from emulator.spec import load
+from emulator.speccheck import SpecError
 
 RUNS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runs")
 FIG5 = os.path.join(RUNS, "fig5.toml")

@@ -11,7 +11,7 @@ from emulator import plan as planning
 from switch_agent.config import default_agent
 from emulator.analysis import report
 from emulator.launch import runner
-from emulator.launch.fabric import Fabric
+from emulator.launch.fabric import LiveFabric
 from emulator.spec import load
 from tests.conftest import _root_veths
 from tests.fabric_util import run_streams
@@ -37,7 +37,7 @@ def test_pq_serves_lagging_flows_first(tmp_path):
     veths = _root_veths()
     agent = default_agent("leaf0")
     agent = replace(agent, scheme="pq", red=replace(agent.red, enabled=False))
-    with Fabric(DumbbellTopo(3, rundir=str(tmp_path), qdisc="pq", agents={"leaf0": agent},
+    with LiveFabric(DumbbellTopo(3, rundir=str(tmp_path), qdisc="pq", agents={"leaf0": agent},
                              buffer_bytes=1 << 20,
                              port_rates={"leaf0": {slow: RATE / 2}})) as fab:
         h = [wiring.host_ip(0, i) for i in range(3)]

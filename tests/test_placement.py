@@ -3,7 +3,7 @@
 import pytest
 
 from emulator.plan.placement import plan
-from emulator.spec import TopologySpec
+from emulator.schema import TopologySpec
 
 RATE = 5e6
 

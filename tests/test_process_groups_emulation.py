@@ -13,7 +13,7 @@ import pytest
 
 from emulator.analysis import report
 from emulator.launch import runner
-from emulator.launch.fabric import Fabric, topology
+from emulator.launch.fabric import LiveFabric, topology
 from emulator import plan as planning
 from emulator.rundir import RunFolder
 from emulator.spec import load
@@ -80,7 +80,7 @@ def test_each_agent_of_a_shared_process_answers_for_its_own_switch_and_dies_name
     plan = planning.compile(load(str(spec_path)), "baseline", 1)
     rundir = str(tmp_path / "fab")
     os.makedirs(rundir)
-    with Fabric(topology(plan, rundir), rundir=rundir) as fab:
+    with LiveFabric(topology(plan, rundir), rundir=rundir) as fab:
         pids = {sw.name: sw.agent_proc.pid for sw in fab.switches}
         assert len(set(pids.values())) == 1
         for sw in pids:

@@ -7,7 +7,9 @@ import os
 import pytest
 
 from emulator import plan as planning, profiles
-from emulator.spec import DcqcnSpec, SpecError, SwitchSpec, TransportSpec, load
+from emulator.schema import DcqcnSpec, SwitchSpec, TransportSpec
+from emulator.spec import load
+from emulator.speccheck import SpecError
 
 RUNS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runs")
 FIG5 = os.path.join(RUNS, "fig5.toml")

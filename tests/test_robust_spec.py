@@ -16,7 +16,8 @@ import sys
 
 import pytest
 
-from emulator.spec import SpecError, load
+from emulator.spec import load
+from emulator.speccheck import SpecError
 from emulator.plan.timing import warnings
 from tests.test_spec import BASE, spec_with
 from tests.toml_util import assert_spec_error, to_toml
@@ -278,7 +279,8 @@ def test_hostile_file_is_refused_at_once_naming_it(tmp_path, kind):
 def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     """Run in a child process with a deadline: before, reading a FIFO waited forever."""
     path = make_file_case("fifo", str(tmp_path))
-    code = ("import sys; from emulator.spec import load, SpecError\n"
+    code = ("import sys; from emulator.spec import load\n"
+            "from emulator.speccheck import SpecError\n"
             "try: load(sys.argv[1])\nexcept SpecError as e: print(e)")
     out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
                          timeout=30, cwd=os.path.dirname(os.path.dirname(__file__)))

@@ -17,7 +17,8 @@ except ModuleNotFoundError:          # Python 3.10
     import tomli as tomllib
 
 from emulator.plan import layout as jobs_mod
-from emulator.spec import SpecError, apply_override, load, validate
+from emulator.spec import apply_override, load, validate
+from emulator.speccheck import SpecError
 from tests.toml_util import assert_spec_error, to_toml
 
 MAIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

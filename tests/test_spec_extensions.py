@@ -20,11 +20,13 @@ except ModuleNotFoundError:          # Python 3.10
 
 from emulator import plan as planning
 from emulator.launch import sweep
-from emulator.spec import (PERTURBATION_KEYS, PERTURBATIONS, MessageSpec, PerturbationSpec,
-                           SpecError, load, neighbors, switch_names, variants)
+from emulator.schema import PERTURBATIONS, PERTURBATION_KEYS, MessageSpec, PerturbationSpec
+from emulator.spec import load, variants
+from emulator.speccheck import SpecError
 from runtime.codec import to_dict
 from tests.toml_util import assert_spec_error, to_toml
 from topologies import wiring
+from topologies.wiring import neighbors, switch_names
 
 MAIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNS = os.path.join(MAIN, "runs")

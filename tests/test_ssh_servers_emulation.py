@@ -101,13 +101,13 @@ def _comm(pid: int) -> str:
 
 
 def test_a_two_pod_fabric_is_built_node_by_node_through_the_servers_sshds(tmp_path):
-    from emulator.launch.fabric import Fabric
+    from emulator.launch.fabric import LiveFabric
     from topologies.leafspine import LeafSpineTopo
     before_ns, before_veths = _netns(), _root_veths()
     topo = LeafSpineTopo(leaves=1, spines=1, hosts_per_leaf=2, pods=2, cores=1, servers=2,
                          ssh=True, with_agent=False, rundir=str(tmp_path))
     shells = []
-    with Fabric(topo) as fab:
+    with LiveFabric(topo) as fab:
         net = fab.net
         servers = topo.overlay
         for node in net.hosts + net.switches:
@@ -137,12 +137,12 @@ def test_a_two_pod_fabric_is_built_node_by_node_through_the_servers_sshds(tmp_pa
 
 def test_switch_agents_run_on_their_servers_and_their_telemetry_comes_back_over_ssh(tmp_path):
     import json
-    from emulator.launch.fabric import Fabric
+    from emulator.launch.fabric import LiveFabric
     from topologies.leafspine import LeafSpineTopo
     before_ns = _netns()
     topo = LeafSpineTopo(leaves=1, spines=1, hosts_per_leaf=1, pods=2, cores=1, servers=2,
                          ssh=True, agent_processes=2, rundir=str(tmp_path))
-    with Fabric(topo) as fab:
+    with LiveFabric(topo) as fab:
         net = fab.net
         for sw in net.switches:
             # each agent process is a child of an sshd session on its switch's server

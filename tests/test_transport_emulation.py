@@ -8,10 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from emulator.launch.fabric import Fabric
+from emulator.launch.fabric import LiveFabric
 from emulator.plan import transport_params
 from emulator.plan.messages import Message
-from emulator.spec import Spec
+from emulator.schema import Spec
 from hosts.cc import CcConfig
 from runtime.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
 from runtime.telemetry import read_records
@@ -34,7 +34,7 @@ def net(tmp_path_factory):
     """h0, h1, h2 on one switch, Symphony off (these tests are about the transport)."""
     rundir = str(tmp_path_factory.mktemp("transport"))
     veths = _root_veths()
-    fab = Fabric(DumbbellTopo(3, rundir=rundir))        # baseline agents: RED only
+    fab = LiveFabric(DumbbellTopo(3, rundir=rundir))        # baseline agents: RED only
     fab.start()
     fab.rundir = rundir
     yield fab

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from emulator.spec import SpecError, load
+from emulator.spec import load
+from emulator.speccheck import SpecError
 
 
 def toml_value(v) -> str:

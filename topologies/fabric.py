@@ -142,7 +142,7 @@ class OwnedNode:
     """A node every process of which — its shell (which holds its network namespace, and
     so its interfaces and iptables rules) and every command it ``popen``s — dies with
     the process that built the network, even a SIGKILLed one; each is written in the
-    run's ledger (``ledger``, set by ``emulator.launch.fabric.Fabric``) as it starts."""
+    run's ledger (``ledger``, set by ``emulator.launch.fabric.LiveFabric``) as it starts."""
     ledger = None                      # emulator.launch.ledger.Ledger, or None
 
     def _popen(self, cmd, **params):

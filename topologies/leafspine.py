@@ -52,10 +52,10 @@ class LeafSpineTopo(Topo):
         ``agents``; missing ones get ``topologies.fabric.default_agent``); ``qdisc``:
         every switch port's (``fifo`` | ``pq``, the scheme's);
         ``servers`` > 1: place whole pods on that many stand-in servers and carry the
-        links between them over VXLAN (``cluster.overlay``; the :class:`Fabric` starts
-        and removes the servers as ``self.overlay``); ``agent_processes`` > 0: the
-        switches' agents run in that many processes, started by the :class:`Fabric` once
-        every switch is up (``topologies.fabric.start_agents``, each on one CPU with
+        links between them over VXLAN (``cluster.overlay``; the :class:`LiveFabric`
+        starts and removes the servers as ``self.overlay``); ``agent_processes`` > 0: the
+        switches' agents run in that many processes, started by the :class:`LiveFabric`
+        once every switch is up (``topologies.fabric.start_agents``, each on one CPU with
         ``pin_cpus``), instead of one per switch as each starts; ``ssh`` (with
         ``servers`` > 1): each stand-in server runs an sshd and every node is started and
         configured through it, the agents run there (``cluster.remote``); ``servers``

@@ -34,6 +34,7 @@ ROUTING_MODES = ("ecmp", "static")
 MAX_LEAVES = 128
 MAX_SPINES = 127
 MAX_HOSTS_PER_LEAF = 254
+MIN_OVERSUBSCRIPTION, MAX_OVERSUBSCRIPTION = 1e-3, 1e3   # spine downlink : uplink capacity
 
 
 # --- the address plan -----------------------------------------------------------------
@@ -184,8 +185,11 @@ def check_pods(pods: int, cores: int, leaves: int, spines: int, routing: str,
           "several pods need at least one spine per pod")
     check(pods == 1 or routing == "ecmp", "routing", routing,
           "several pods are routed with ecmp only")
-    check(finite(oversubscription) and oversubscription > 0, "oversubscription",
-          oversubscription, "must be > 0 (spine downlink : uplink capacity)")
+    check(finite(oversubscription)
+          and MIN_OVERSUBSCRIPTION <= oversubscription <= MAX_OVERSUBSCRIPTION,
+          "oversubscription", oversubscription,
+          f"must be > 0: in [{MIN_OVERSUBSCRIPTION:g}, {MAX_OVERSUBSCRIPTION:g}] "
+          "(spine downlink : uplink capacity)")
 
 
 def leaf_routes(leaf: int, leaves: int, spines: int, hosts_per_leaf: int,

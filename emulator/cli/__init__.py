@@ -13,7 +13,7 @@ in ``options``.
     symphony-emu cli SPEC
     symphony-emu clean [DIR]
 
-``run`` executes an experiment spec (TOML, every key in emulator/schema.py; runs/) for each
+``run`` executes an experiment spec (TOML, every key in docs/spec.md; runs/) for each
 scheme and seed, verifies every collective, and writes manifest, logs, summary.json and
 plots; ``predict`` runs the same plans in the flow-level model (no root, no network:
 seconds; ``emulator/launch/predict.py``); ``report`` recomputes metrics and plots from a

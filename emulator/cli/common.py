@@ -38,7 +38,8 @@ def sets(args) -> list[str]:
 
 
 def load_spec(args):
-    from emulator.spec import SpecError, load
+    from emulator.spec import load
+    from emulator.speccheck import SpecError
     try:
         spec = load(args.spec, sets(args))
     except SpecError as e:

@@ -35,12 +35,15 @@ from emulator.analysis import console, report
 from emulator.cli import commands
 from emulator.cli.commands import CommandError
 from emulator.cli.common import fits, load_spec
-from emulator.launch.fabric import Fabric, topology
+from emulator.launch.fabric import LiveFabric, topology
 from emulator.launch.launcher import HostProcesses
 from emulator.perturbations.background import BACKGROUND_PORT
 from emulator.perturbations.engine import Engine
 from emulator.rundir import RunFolder
-from emulator.spec import Spec, SpecError, passes_error, validate
+from emulator.schema import Spec
+from emulator.spec import validate
+from emulator.speccheck import SpecError
+from emulator.specjobs import passes_error
 from switch_agent.agent import SYMPHONY_KEYS
 from topologies import wiring
 
@@ -55,14 +58,14 @@ class LiveSession:
         self.out = out_dir or os.path.join(wiring.REPO_ROOT, "runs", "out",
                                            time.strftime("%Y%m%d-%H%M%S") + f"-{spec.name}-cli")
         os.makedirs(self.out, exist_ok=True)
-        self.fab: Fabric | None = None
+        self.fab: LiveFabric | None = None
         self.engine: Engine | None = None
         self.runs: list[dict] = []             # {"group", "dir", "procs", "jobs"}
 
     # --- lifecycle -----------------------------------------------------------------
     def start(self) -> "LiveSession":
         fabdir = os.path.join(self.out, "fabric")
-        self.fab = Fabric(topology(self.plan, fabdir), log_level="output")
+        self.fab = LiveFabric(topology(self.plan, fabdir), log_level="output")
         self.fab.start()
         self.engine = Engine(self.fab, fabdir)
         return self
@@ -311,7 +314,7 @@ def run_cli(spec: Spec, scheme: str, seed: int, out: str | None,
 
 
 def cmd_cli(args) -> int:
-    from emulator.spec import SCHEMES
+    from emulator.schema import SCHEMES
     if args.scheme not in SCHEMES:
         print(f"symphony-emu cli: --scheme {args.scheme!r}: allowed: {', '.join(SCHEMES)}",
               file=sys.stderr)

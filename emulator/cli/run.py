@@ -18,7 +18,7 @@ def cmd_run(args) -> int:
     if spec is None:
         return 2
     schemes = [args.scheme] if args.scheme else list(spec.run.schemes)
-    from emulator.spec import SCHEMES
+    from emulator.schema import SCHEMES
     if args.scheme and args.scheme not in SCHEMES:
         print(f"symphony-emu run: --scheme {args.scheme!r}: allowed: {', '.join(SCHEMES)}",
               file=sys.stderr)
@@ -60,7 +60,7 @@ def cmd_run(args) -> int:
     elif not fits("run", spec, schemes[0], seeds[0], args.force_size):
         return 2
     from emulator.launch import capture
-    from emulator.spec import switch_names
+    from topologies.wiring import switch_names
     pcap = capture.parse_points(args.pcap)
     try:
         capture.check_points(pcap, spec.topology.host_names, switch_names(spec.topology))

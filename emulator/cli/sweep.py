@@ -12,7 +12,8 @@ from emulator.cli.common import (dask_answers, fits, out_dir, print_warnings,
 def cmd_sweep(args) -> int:
     from emulator.launch import sweep
     from emulator.model.simulate import SCHEMES as MODEL_SCHEMES
-    from emulator.spec import SCHEMES, SpecError
+    from emulator.schema import SCHEMES
+    from emulator.speccheck import SpecError
     allowed = MODEL_SCHEMES if args.backend == "fluid" else SCHEMES
     if args.scheme and any(s not in allowed for s in args.scheme):
         print(f"symphony-emu sweep: --scheme: allowed with --backend {args.backend}: "

@@ -1,6 +1,6 @@
 """Bring a fabric up from a topology, and take down exactly what was brought up.
 
-    with Fabric(LeafSpineTopo(4, 4, 4, rundir=run_dir)) as fab:
+    with LiveFabric(LeafSpineTopo(4, 4, 4, rundir=run_dir)) as fab:
         fab.net["h0"].cmd("ping -c1 10.1.0.2")
         fab.agent("leaf0", {"cmd": "stats"})
 
@@ -59,7 +59,12 @@ class Leftovers(RuntimeError):
     """Teardown found (and removed) resources that should already have been gone."""
 
 
-class Fabric:
+class LiveFabric:
+    """A fabric brought up in Mininet from a topology: its nodes, links, agents and
+    overlay, live until :meth:`stop` takes down exactly what :meth:`start` made (the
+    model's view of the same fabric is ``emulator.model.topology.LinkGraph``; the plan's
+    description of it, ``emulator.plan.FabricPlan``)."""
+
     def __init__(self, topo, *, log_level: str = "warning", rundir: str | None = None):
         self.topo = topo
         self.rundir = rundir or getattr(topo, "rundir", None)
@@ -74,7 +79,7 @@ class Fabric:
         setLogLevel(log_level)
 
     # --- lifecycle -----------------------------------------------------------------
-    def __enter__(self) -> "Fabric":
+    def __enter__(self) -> "LiveFabric":
         self.start()
         return self
 

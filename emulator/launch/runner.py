@@ -16,11 +16,11 @@ import time
 from emulator import plan as planning
 from emulator.launch import ledger
 from emulator.launch.capture import Captures
-from emulator.launch.fabric import Fabric, topology
+from emulator.launch.fabric import LiveFabric, topology
 from emulator.launch.launcher import HostProcesses
 from emulator.perturbations.engine import Engine
 from emulator.rundir import RunFolder
-from emulator.spec import Spec
+from emulator.schema import Spec
 
 SETTLE_S = 10.0              # past the ranks' own timeout: they report their open flows
 
@@ -157,7 +157,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
     cpu = CpuMeter()
     servers: dict[str, CpuMeter] = {}       # each ssh-reached server's own CPU
     underlay0 = None                        # the servers' underlay counters at t = 0
-    with Fabric(topology(plan, rundir)) as fab:
+    with LiveFabric(topology(plan, rundir)) as fab:
         engine = Engine(fab, rundir, plan.perturbations)
         procs = HostProcesses(fab, plan.hosts, rundir, plan.host_processes,
                               plan.pin_cpus)

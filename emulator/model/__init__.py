@@ -15,9 +15,9 @@ filling with caps and strict priority), ``ranks`` (``hosts.rank``'s programs),
 
 from emulator.model.maxmin import max_min_rates
 from emulator.model.ranks import JobInput
-from emulator.model.records import Background, LinkEvent, Message, ModelResult
+from emulator.model.records import BackgroundStream, LinkEvent, ModelResult
 from emulator.model.simulate import SCHEMES, TRACKING, simulate
-from emulator.model.topology import Fabric, dumbbell, from_topology, leaf_spine
+from emulator.model.topology import LinkGraph, dumbbell, from_topology, leaf_spine
 
-__all__ = ["Background", "Fabric", "JobInput", "LinkEvent", "Message", "ModelResult",
+__all__ = ["BackgroundStream", "JobInput", "LinkEvent", "LinkGraph", "ModelResult",
            "SCHEMES", "TRACKING", "dumbbell", "from_topology", "leaf_spine", "max_min_rates", "simulate"]

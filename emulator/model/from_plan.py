@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from emulator.model.ranks import JobInput
-from emulator.model.records import Message
-from emulator.model.topology import Fabric, dumbbell, leaf_spine
+from emulator.model.topology import LinkGraph, dumbbell, leaf_spine
+from emulator.plan.messages import Message
 
 # A rank's processing time between the receive it applies and the send it posts, real
 # scale. What matters is that there is one: without it the fluid model keeps exact ties
@@ -34,7 +34,7 @@ HOST_POST_DELAY_S = 1e-7
 
 @dataclass(frozen=True)
 class ModelInputs:
-    fabric: Fabric
+    fabric: LinkGraph
     jobs: tuple
     background: tuple
     link_events: tuple
@@ -73,7 +73,7 @@ def model_inputs(plan) -> ModelInputs:
 @dataclass
 class _Perturbed:
     """What the plan's perturbations add to the model's inputs (each kind's ``to_model``):
-    ``Background`` streams, ``LinkEvent``s, and what the model lacks, in words."""
+    ``BackgroundStream``s, ``LinkEvent``s, and what the model lacks, in words."""
     background: list = field(default_factory=list)
     link_events: list = field(default_factory=list)
     not_modelled: list = field(default_factory=list)

@@ -20,26 +20,13 @@ FlowKey = tuple        # (job, channel, step (as on the wire), src host, dst hos
 
 
 @dataclass(frozen=True)
-class Background:
+class BackgroundStream:
     """A fixed-rate non-RoCE stream (the ``background`` perturbation, emulated units)."""
     src: str
     dst: str
     rate_bps: float
     start_s: float
     duration_s: float
-
-
-@dataclass(frozen=True)
-class Message:
-    """One plain message (a spec's ``[[messages]]``, ``hosts.host``): ``nbytes`` of payload
-    from ``src`` to ``dst`` host, posted at ``start_s``, carrying (job, channel, step)."""
-    src: str
-    dst: str
-    nbytes: int
-    start_s: float = 0.0
-    job: int = 1
-    channel: int = 0
-    step: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,7 +89,7 @@ def flow_records(f: Flow, end_s: float, host_ips, mtu_bytes: int) -> tuple[FlowS
     return send, recv
 
 
-def background_record(f: Flow, bg: Background, end_s: float, host_ips) -> BackgroundFlow:
+def background_record(f: Flow, bg: BackgroundStream, end_s: float, host_ips) -> BackgroundFlow:
     return BackgroundFlow(src=host_ips[f.src], dst=host_ips[f.dst], rate_bps=bg.rate_bps,
                           start_s=f.start_s, end_s=end_s,
                           path=list(f.path0) if f.path0 else None, rate_samples=f.samples)

@@ -37,12 +37,13 @@ from typing import TYPE_CHECKING, Mapping, Sequence, Union
 from emulator.model import maxmin
 from emulator.model.priority import Priorities
 from emulator.model.ranks import JobInput, RankProgram
-from emulator.model.records import (INF, Background, Flow, FlowKey, LinkEvent, Message,
+from emulator.model.records import (INF, BackgroundStream, Flow, FlowKey, LinkEvent,
                                     ModelResult, background_record, flow_records)
-from emulator.model.topology import Fabric
+from emulator.model.topology import LinkGraph
 from runtime import wire
 
 from emulator.plan.layout import JobLayout, wire_bytes
+from emulator.plan.messages import Message
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,9 +55,10 @@ POST_STREAM = 0x5DEECE66D        # keys the post-delay stream apart from the ECM
 TRACKING = ("job", "ring")       # ideal-priority's lowest step: per job | per (job, ring)
 
 
-def simulate(fabric: Fabric, jobs: Sequence[JobInput | JobLayout], *, scheme: str = "baseline",
-             rng: Rng = None, mtu_bytes: int = wire.DEFAULT_MTU_BYTES,
-             background: Sequence[Background] = (), link_events: Sequence[LinkEvent] = (),
+def simulate(fabric: LinkGraph, jobs: Sequence[JobInput | JobLayout], *,
+             scheme: str = "baseline", rng: Rng = None, mtu_bytes: int = wire.DEFAULT_MTU_BYTES,
+             background: Sequence[BackgroundStream] = (),
+             link_events: Sequence[LinkEvent] = (),
              paths: Mapping[FlowKey, Sequence[str]] | None = None,
              per_step_sport: bool = True, tracking: str = "job",
              messages: Sequence[Message] = (), post_delay_s: float = 0.0) -> ModelResult:
@@ -348,7 +350,7 @@ class _Run:
             f.receiver.deliver(f.pass_index, f.step_index, now)
 
     # --- background traffic and link events -------------------------------------------
-    def _background_on(self, i: int, bg: Background) -> None:
+    def _background_on(self, i: int, bg: BackgroundStream) -> None:
         src, dst = self.fab.host(bg.src), self.fab.host(bg.dst)
         f = Flow(key=("background", i), job=0, channel=0, gstep=0, src=src, dst=dst,
                  payload=0, bits=INF, start_s=self.now, sport=0, cap=bg.rate_bps,
@@ -357,7 +359,7 @@ class _Run:
         self._start(f, self.now)
         self.at(self.now + bg.duration_s, lambda t: self._background_off(f, bg))
 
-    def _background_off(self, f: Flow, bg: Background) -> None:
+    def _background_off(self, f: Flow, bg: BackgroundStream) -> None:
         self._remove(f)
         self.n_background -= 1
         self.out.background.append(background_record(f, bg, self.now, self.fab.host_ips))

@@ -16,7 +16,7 @@ every switch, hash-threshold multipath, ``fib_rebalance``): the dead next hop is
 and a flow's hash ``u`` in [0, 1) picks ``alive[floor(u * len(alive))]``, so a flow that
 used the dead hop moves, and so may a few others (the hash space is re-divided). A switch
 with no live next hop towards a destination drops the flow's packets (a black hole; no
-routing protocol repairs it). See :meth:`Fabric.route`.
+routing protocol repairs it). See :meth:`LinkGraph.route`.
 
 Pure: no clock, no randomness (the caller's ``pick`` makes the choice).
 """
@@ -30,9 +30,11 @@ from topologies import wiring
 Link = tuple[str, str]
 
 
-class Fabric:
-    """Hosts, switches, directed links ``(a, b)`` with ``capacity_bps[(a, b)]``, and
-    ``next_hops[switch][dst_host]``: the equal-cost neighbours in kernel route order.
+class LinkGraph:
+    """A fabric as a graph, for the model and the simulator (the fabric built in Mininet
+    is ``emulator.launch.fabric.LiveFabric``): hosts, switches, directed links ``(a, b)``
+    with ``capacity_bps[(a, b)]``, and ``next_hops[switch][dst_host]``: the equal-cost
+    neighbours in kernel route order.
     Treat it as immutable; :meth:`with_rates` and :meth:`imbalanced` return new ones."""
 
     def __init__(self, hosts: Iterable[str], host_ips: Mapping[str, str],
@@ -51,18 +53,18 @@ class Fabric:
         self.link_id = {ln: i for i, ln in enumerate(self.links)}
         self.switches = tuple(next_hops)
 
-    def with_rates(self, rates_bps: Mapping[Link, float]) -> "Fabric":
+    def with_rates(self, rates_bps: Mapping[Link, float]) -> "LinkGraph":
         """A copy with some directed links at other rates (a slower hop)."""
         unknown = set(rates_bps) - set(self.capacity_bps)
         if unknown:
             raise ValueError(f"no such links: {sorted(unknown)}")
         if any(not r > 0 for r in rates_bps.values()):
             raise ValueError(f"link rates must be > 0, got {dict(rates_bps)}")
-        return Fabric(self.hosts, self.host_ips, self.host_leaf,
-                      {**self.capacity_bps, **rates_bps}, self.next_hops, self.routing,
-                      self.rate_bps)
+        return LinkGraph(self.hosts, self.host_ips, self.host_leaf,
+                         {**self.capacity_bps, **rates_bps}, self.next_hops, self.routing,
+                         self.rate_bps)
 
-    def imbalanced(self, switch: str, toward: str, ratio: float) -> "Fabric":
+    def imbalanced(self, switch: str, toward: str, ratio: float) -> "LinkGraph":
         """The ``imbalance`` perturbation: the hop ``switch`` -> ``toward`` at its rate /
         ``ratio`` (one direction, as the emulator slows one egress port)."""
         if ratio < 1:
@@ -120,7 +122,7 @@ class Fabric:
 
 def leaf_spine(leaves: int = 4, spines: int = 4, hosts_per_leaf: int = 4, *,
                rate_bps: float, routing: str = "ecmp", pods: int = 1, cores: int = 0,
-               oversubscription: float = 1.0) -> Fabric:
+               oversubscription: float = 1.0) -> LinkGraph:
     """The emulator's leaf-spine (``topologies.leafspine.LeafSpineTopo``): ``leaves`` and
     ``spines`` per pod, ``cores`` joining the pods, spine-core links at the rate that makes
     a spine ``oversubscription``:1 (``topologies.wiring.core_rate_bps``)."""
@@ -173,16 +175,16 @@ def leaf_spine(leaves: int = 4, spines: int = 4, hosts_per_leaf: int = 4, *,
             if hops:
                 table[h] = hops
         next_hops[switch] = table
-    return Fabric(hosts, ips, host_leaf, cap, next_hops, routing, rate_bps)
+    return LinkGraph(hosts, ips, host_leaf, cap, next_hops, routing, rate_bps)
 
 
-def dumbbell(hosts: int = 3, *, rate_bps: float) -> Fabric:
+def dumbbell(hosts: int = 3, *, rate_bps: float) -> LinkGraph:
     """``topologies.dumbbell``: ``hosts`` hosts on one switch ``leaf0`` (10.0.i.2)."""
     return leaf_spine(1, 0, hosts, rate_bps=rate_bps, routing="ecmp")
 
 
-def from_topology(topo, rate_bps: float) -> Fabric:
-    """The fabric of an ``emulator.spec.TopologySpec`` (``rate_bps``: the emulated link
+def from_topology(topo, rate_bps: float) -> LinkGraph:
+    """The fabric of an ``emulator.schema.TopologySpec`` (``rate_bps``: the emulated link
     rate the run uses, e.g. ``emulator.plan.compile(...).link_rate_bps``)."""
     if topo.kind == "dumbbell":
         return dumbbell(topo.hosts, rate_bps=rate_bps)

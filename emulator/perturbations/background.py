@@ -94,9 +94,9 @@ class Background(Perturbation):
             self._log = None
 
     def to_model(self, e, m) -> None:
-        from emulator.model.records import Background as Stream
+        from emulator.model.records import BackgroundStream
         duration = self.nbytes * 8 / self.rate_bps if self.nbytes is not None else float("inf")
-        m.background.append(Stream(self.src, self.dst, self.rate_bps, e.t_s, duration))
+        m.background.append(BackgroundStream(self.src, self.dst, self.rate_bps, e.t_s, duration))
 
     def simulate(self, net, e, t: float) -> None:
         """iperf3's UDP stream as the emulator starts it: ``PAYLOAD_BYTES`` datagrams at

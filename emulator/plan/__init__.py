@@ -22,11 +22,10 @@ from emulator.perturbations import KINDS
 from emulator.perturbations.base import Context, Timed
 from emulator.plan.layout import JobLayout, layout as job_layout
 from emulator.plan.messages import Message, host_configs
+from emulator.schema import Spec
 from emulator.schemes import Scheme, scheme as scheme_named
-from emulator.spec import Spec
 from hosts.cc import CcConfig, algorithm
-from hosts.config import HostConfig, RankConfig
-from hosts.nic import TransportParams
+from hosts.config import HostConfig, RankConfig, TransportParams
 from runtime.codec import Codec
 from runtime.scale import Scale
 from switch_agent.config import AgentConfig, RedParams, SymphonyParams
@@ -87,9 +86,9 @@ class RunPlan(Codec):
     timeout_s: float              # wall clock, per run
     mtu_bytes: int
     path_hops: int                # links on the longest host-to-host path
-    host_processes: int = 0       # processes serving the hosts (0: the launcher's default)
-    agent_processes: int = 0      # processes serving the switch agents (0: likewise)
-    pin_cpus: bool = True         # those processes on one CPU each (runtime.sched)
+    host_processes: int           # processes serving the hosts (0: the launcher's default)
+    agent_processes: int          # processes serving the switch agents (0: likewise)
+    pin_cpus: bool                # those processes on one CPU each (runtime.sched)
 
     @property
     def link_rate_bps(self) -> float:
@@ -132,7 +131,7 @@ def agent_config(spec: Spec, sc: Scale, hook: str, seed: int, switch: str) -> Ag
         red=RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax,
                       sc.rate_bps(spec.topology.link_rate_gbps * 1e9)
                       if sw.red_scale_with_rate else 0.0),
-        symphony=SymphonyParams(t_win_s=sc.time_s(sy.t_win_us * 1e-6), k=sy.k, tau=sy.tau,
+        symphony=SymphonyParams(t_win_s=sy.t_win_s(sc), k=sy.k, tau=sy.tau,
                                 n_warmup=sy.n_warmup, n_sample=sy.n_sample,
                                 tracking=sy.tracking),
         trace_arrivals=sw.trace_arrivals)
@@ -170,8 +169,8 @@ def transport_params(spec: Spec, sc: Scale, seed: int = 0) -> TransportParams:
     the run's seed salts the flows' source ports, so each seed is a new ECMP draw."""
     tr = spec.transport
     return TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
-                           per_step_sport=tr.per_step_sport, rto_s=sc.time_s(tr.rto_us * 1e-6),
-                           nak_timeout_s=sc.time_s(tr.nak_timeout_us * 1e-6),
+                           per_step_sport=tr.per_step_sport, rto_s=tr.rto_s(sc),
+                           nak_timeout_s=tr.nak_timeout_s(sc),
                            sport_seed=seed, congestion_flag=tr.congestion_flag)
 
 

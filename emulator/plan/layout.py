@@ -13,7 +13,7 @@ from hosts.collectives.order import DEFAULT_ORDER
 from runtime import wire
 
 if TYPE_CHECKING:
-    from emulator.spec import JobSpec, TopologySpec
+    from emulator.schema import JobSpec, TopologySpec
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,16 @@ from hosts.config import HostConfig, MessageConfig, TransportParams
 
 @dataclass(frozen=True)
 class Message:
+    """One plain message (a spec's ``[[messages]]``): ``nbytes`` of payload from ``src``
+    to ``dst`` host, posted at ``start_s``, carrying (job, channel, step). What a
+    ``hosts.host`` process sends and expects, and what the flow-level model moves."""
     src: str            # host name
     dst: str
     nbytes: int
-    start_s: float = 0.0   # emulated, after t = 0
-    job: int = 1
-    channel: int = 0
-    step: int = 0
+    start_s: float = MessageConfig.start_s   # emulated, after t = 0
+    job: int = MessageConfig.job
+    channel: int = MessageConfig.channel
+    step: int = MessageConfig.step
 
 
 def host_configs(messages: list[Message], ip_of, line_rate_bps: float, cc: CcConfig,

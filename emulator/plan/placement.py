@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from emulator.spec import TopologySpec, neighbors, switch_names
 from cluster.overlay import server_of_nodes
+from emulator.schema import TopologySpec
+from topologies.wiring import neighbors, switch_names
 
 
 @dataclass(frozen=True)

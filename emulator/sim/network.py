@@ -208,7 +208,7 @@ class SimNic(NicCore):
 
 
 class Network:
-    """Hosts and switches of one ``emulator.model.topology.Fabric`` on one :class:`Loop`.
+    """Hosts and switches of one ``emulator.model.topology.LinkGraph`` on one :class:`Loop`.
 
     ``pipelines[switch]``: the switch's ``SwitchPipeline``, keyed by port index (its
     ``ports`` are built here: one per link, named as the emulator names interfaces by
