@@ -202,7 +202,7 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
     hold = (sum(m * n for m, n in holds.values() if m is not None and n) / timed
             if timed else None)
     # ... and at the hosts: a datagram's wait between its arrival and its process reading it
-    lags = [s["rx_lag"] for s in meas.get("rank_summaries", {}).values() if "rx_lag" in s]
+    lags = [s["rx_lag"] for s in meas.get("rank_summaries", {}).values() if s.get("rx_lag")]
     lagged = sum(x["packets"] for x in lags)
     rx_lag = sum(x["mean_s"] * x["packets"] for x in lags) / lagged if lagged else None
     return {"faithful": not reasons and not wrong, "reasons": reasons, "errors": wrong,
