@@ -158,10 +158,11 @@ def test_a_twin_follows_the_paths_its_emulated_run_recorded(tmp_path, capsys):
         ends[name] = summarize(tmp_path / name)["runs"][0]["jobs"][0]["jct_s"]
     def ports(folder):
         from emulator.rundir import RunFolder
+        from runtime.records import FlowPorts
         run = RunFolder(str(folder / "baseline-seed4"))
         return {(sw, *map(str, f)) for sw in ("leaf0", "leaf1", "leaf2", "leaf3", "spine0",
                                               "spine1", "spine2", "spine3")
-                for r in run.agent_records(sw, "flow_ports") for f in r["flows"]}
+                for r in run.agent_records(sw, FlowPorts) for f in r.flows}
     assert ports(tmp_path / "twin") == ports(src) != ports(tmp_path / "own")
     static = summarize(src)["runs"][0]["jobs"][0]["jct_s"]
     assert ends["twin"] == pytest.approx(static, rel=0.05)
