@@ -1,17 +1,20 @@
 """Unit tests for emulator/metrics.py (docs/architecture.md §6) on small synthetic logs whose answers
 are computed by hand. Pure, no root, no run folder."""
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
 from emulator.analysis import metrics
+from emulator.analysis.metrics import Transfer
+from tests.records_util import collective, received, sent
 
 
 def flow(step, t_start, t_end, *, job=1, nbytes=1000, channel=0, src=0, dst=1):
-    return {"job": job, "channel": channel, "step": step, "src": src, "dst": dst,
-            "bytes": nbytes, "t_start": t_start, "t_end": t_end}
+    return Transfer(job=job, channel=channel, step=step, src=src, dst=dst, bytes=nbytes,
+                    t_start=t_start, t_end=t_end, retransmits=0, cnps=0)
 
 
 def value_at(ts, vs, t):
@@ -23,13 +26,11 @@ def value_at(ts, vs, t):
 # --- join_flows ------------------------------------------------------------------------
 
 def send(job, channel, step, src, dst, start, nbytes=4096, **extra):
-    return {"type": "send_flow", "job": job, "channel": channel, "step": step, "src": src,
-            "dst": dst, "bytes": nbytes, "start_s": start, **extra}
+    return sent(job, channel, step, src, dst, start_s=start, nbytes=nbytes, **extra)
 
 
 def recv(job, channel, step, src, dst, end):
-    return {"type": "recv_flow", "job": job, "channel": channel, "step": step, "src": src,
-            "dst": dst, "end_s": end}
+    return received(job, channel, step, src, dst, end_s=end)
 
 
 def test_join_flows_pairs_sender_start_with_receiver_end_by_full_key():
@@ -38,10 +39,10 @@ def test_join_flows_pairs_sender_start_with_receiver_end_by_full_key():
     recvs = [recv(1, 0, 1, 0, 1, 2.25), recv(1, 0, 0, 0, 1, 1.25)]   # order differs
     flows = metrics.join_flows(sends, recvs)
     assert flows == [
-        {"job": 1, "channel": 0, "step": 0, "src": 0, "dst": 1, "bytes": 4096,
-         "t_start": 0.5, "t_end": 1.25, "retransmits": 3, "cnps": 2},
-        {"job": 1, "channel": 0, "step": 1, "src": 0, "dst": 1, "bytes": 2048,
-         "t_start": 1.5, "t_end": 2.25, "retransmits": 0, "cnps": 0},
+        Transfer(job=1, channel=0, step=0, src=0, dst=1, bytes=4096,
+                 t_start=0.5, t_end=1.25, retransmits=3, cnps=2),
+        Transfer(job=1, channel=0, step=1, src=0, dst=1, bytes=2048,
+                 t_start=1.5, t_end=2.25, retransmits=0, cnps=0),
     ]
 
 
@@ -50,7 +51,7 @@ def test_join_flows_pairs_sender_start_with_receiver_end_by_full_key():
 def test_join_flows_does_not_pair_records_differing_in_one_key_field(field, other):
     s = send(1, 0, 0, 0, 1, 0.0)
     r = recv(1, 0, 0, 0, 1, 1.0)
-    r[field] = other
+    r = dataclasses.replace(r, **{field: other})
     assert metrics.join_flows([s], [r]) == []
 
 
@@ -61,7 +62,7 @@ def test_join_flows_drops_flows_without_receiver_record_or_end_time():
     recvs = [recv(1, 0, 0, 0, 1, 1.0), recv(1, 0, 0, 2, 0, None),
              recv(1, 0, 0, 3, 0, 2.0)]           # receiver record without a sender record
     flows = metrics.join_flows(sends, recvs)
-    assert [(f["src"], f["dst"]) for f in flows] == [(0, 1)]
+    assert [(f.src, f.dst) for f in flows] == [(0, 1)]
 
 
 def test_join_flows_of_empty_logs_is_empty():
@@ -71,8 +72,7 @@ def test_join_flows_of_empty_logs_is_empty():
 # --- collective_times ------------------------------------------------------------------
 
 def coll(job, pass_, start, end, verified=True):
-    return {"type": "collective", "job": job, "pass": pass_, "start_s": start, "end_s": end,
-            "verified": verified}
+    return collective(job, pass_, start_s=start, end_s=end, verified=verified)
 
 
 def test_collective_times_takes_earliest_start_latest_end_and_all_verified():
