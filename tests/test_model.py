@@ -29,8 +29,8 @@ def pair(hosts=("h0", "h1"), job=1, nbytes=2 * C, algorithm="ring_reducescatter"
 
 def ends(res, job=1):
     """(rank, pass) -> (start_s, end_s) of a job's collectives."""
-    return {(c["rank"], c["pass"]): (c["start_s"], c["end_s"])
-            for c in res.collectives if c["job"] == job}
+    return {(c.rank, c.pass_index): (c.start_s, c.end_s)
+            for c in res.collectives if c.job == job}
 
 
 def close(actual: dict, expected: dict, rel=1e-12) -> None:
@@ -41,7 +41,7 @@ def close(actual: dict, expected: dict, rel=1e-12) -> None:
 
 
 def job_end(res):
-    return max(c["end_s"] for c in res.collectives)
+    return max(c.end_s for c in res.collectives)
 
 
 def rail_layout(topo, chunk=C, passes=1):
@@ -53,10 +53,10 @@ def test_one_flow_each_way_takes_bytes_times_8_over_rate():
     res = simulate(dumbbell(2, rate_bps=R), [pair()], mtu_bytes=MTU)
     assert ends(res) == {(0, 0): (0.0, T), (1, 0): (0.0, T)}
     flows = metrics.join_flows(res.send_flows, res.recv_flows)
-    assert sorted((f["src"], f["dst"], f["bytes"], f["t_start"], f["t_end"]) for f in flows) == [
+    assert sorted((f.src, f.dst, f.bytes, f.t_start, f.t_end) for f in flows) == [
         ("10.0.0.2", "10.0.1.2", C, 0.0, T), ("10.0.1.2", "10.0.0.2", C, 0.0, T)]
     s = res.send_flows[0]
-    assert s["wire_bytes"] * 8 == W and s["packets"] == 4 and s["rate_samples"] == [[0.0, R]]
+    assert s.wire_bytes * 8 == W and s.packets == 4 and s.rate_samples == [[0.0, R]]
     assert res.paths[(1, 0, 0, "h0", "h1")] == ("h0", "leaf0", "h1")
     cts = metrics.collective_times(res.collectives)
     assert cts == {(1, 0): {"start_s": 0.0, "end_s": T, "cct_s": T, "verified": True,
@@ -75,8 +75,8 @@ def test_two_flows_share_a_link_and_the_survivor_takes_it_all():
         pytest.approx({(0, 0): 2 * wa / R, (1, 0): 2 * wa / R}, rel=1e-12)
     assert {k: v[1] for k, v in ends(res, 2).items()} == \
         pytest.approx({(0, 0): (wa + wb) / R, (1, 0): (wa + wb) / R}, rel=1e-12)
-    into_h2 = [s for s in res.send_flows if s["dst"] == "10.0.2.2" and s["job"] == 2][0]
-    assert sum(into_h2["rate_samples"], []) == pytest.approx([0.0, R / 2, 2 * wa / R, R])
+    into_h2 = [s for s in res.send_flows if s.dst == "10.0.2.2" and s.job == 2][0]
+    assert sum(into_h2.rate_samples, []) == pytest.approx([0.0, R / 2, 2 * wa / R, R])
 
 
 @pytest.mark.parametrize("scheme", ["baseline", "ideal-priority"])
@@ -89,7 +89,7 @@ def test_two_messages_into_one_port_fig9(scheme):
     msgs = [Message("h0", "h2", C, start_s=d, job=1, step=0),
             Message("h1", "h2", C, start_s=0.0, job=1, step=1)]
     res = simulate(dumbbell(3, rate_bps=R), [], scheme=scheme, mtu_bytes=MTU, messages=msgs)
-    got = {f["step"]: (f["t_start"], f["t_end"])
+    got = {f.step: (f.t_start, f.t_end)
            for f in metrics.join_flows(res.send_flows, res.recv_flows)}
     expect = ({0: (d, 2 * T), 1: (0.0, 2 * T - d)} if scheme == "baseline"
               else {0: (d, d + T), 1: (0.0, 2 * T)})
@@ -122,7 +122,7 @@ def test_other_collectives_on_a_dumbbell_run_at_their_lockstep_bound(algorithm):
     cct = metrics.collective_times(res.collectives)[(1, 0)]["cct_s"]
     assert cct == pytest.approx(theoretical_cct_s(lay, R, MTU), rel=1e-12)
     if grid:                                   # the column ring is channel 1
-        assert {s["channel"] for s in res.send_flows} == {0, 1}
+        assert {s.channel for s in res.send_flows} == {0, 1}
 
 
 def test_no_step_beats_line_rate_and_no_collective_beats_the_bound():
@@ -166,7 +166,7 @@ def test_background_takes_its_rate_first_and_leaves_it_when_done():
         assert ends(res)[(1, 0)][1] == pytest.approx(7 / 6 * T, rel=1e-12)
         assert ends(res)[(0, 0)][1] == pytest.approx(T, rel=1e-12)
         bg, = res.background
-        assert bg["end_s"] == pytest.approx(t_b) and bg["path"] == ["h0", "leaf0", "h1"]
+        assert bg.end_s == pytest.approx(t_b) and bg.path == ["h0", "leaf0", "h1"]
 
 
 def test_a_slower_hop_and_a_rate_change():
@@ -195,9 +195,9 @@ def test_a_link_that_goes_down_mid_flow_moves_its_flows():
     for job in (1, 2):
         assert {k: v[1] for k, v in ends(res, job).items()} == \
             pytest.approx({(0, 0): 2 * T, (1, 0): 1.5 * T}, rel=1e-12)
-    moved = [s for s in res.send_flows if s["src_host"] == "h0"][0]
-    assert moved["path"] == ["h0", "leaf0", "spine0", "leaf1", "h2"]
-    assert moved["reroutes"] == [[pytest.approx(T / 2), ["h0", "leaf0", "spine1", "leaf1", "h2"]]]
+    moved = [s for s in res.send_flows if s.src_host == "h0"][0]
+    assert moved.path == ["h0", "leaf0", "spine0", "leaf1", "h2"]
+    assert moved.reroutes == [[pytest.approx(T / 2), ["h0", "leaf0", "spine1", "leaf1", "h2"]]]
 
 
 def test_a_flap_black_holes_the_flows_until_the_link_is_back():
@@ -255,7 +255,7 @@ def test_passes_compute_gap_start_and_after_job():
     close(ends(res, 1), {(r, 0): (s0, s0 + T) for r in (0, 1)}
           | {(r, 1): (s0 + T + g, e1) for r in (0, 1)})
     close(ends(res, 2), {(r, 0): (e1 + s2, e1 + s2 + T) for r in (0, 1)})
-    steps = sorted({(s["job"], s["step"]) for s in res.send_flows})
+    steps = sorted({(s.job, s.step) for s in res.send_flows})
     assert steps == [(1, 0), (1, 1), (2, 0)]               # pass x steps + step
 
 
@@ -270,7 +270,7 @@ def test_a_training_program_waits_for_ready_times_and_iterations():
     e1 = s0 + r1 + t2
     close(ends(res), {(r, p): v for r in (0, 1) for p, v in enumerate(
         [(s0 + r0, s0 + r0 + T), (s0 + r1, e1), (e1 + r2, e1 + r2 + T)])})
-    assert [c["nbytes"] for c in res.collectives if c["rank"] == 0] == [2 * C, 2 * c2, 2 * C]
+    assert [c.nbytes for c in res.collectives if c.rank == 0] == [2 * C, 2 * c2, 2 * C]
 
 
 def test_a_straggler_delays_each_send_but_the_first():
@@ -358,10 +358,10 @@ def test_a_post_delay_starts_each_send_a_host_processing_time_after_its_cue():
     flows = metrics.join_flows(res.send_flows, res.recv_flows)
     delivered = {}                                   # (receiver, step) -> when it arrived
     for f in flows:
-        delivered[(f["dst"], f["step"])] = f["t_end"]
-    cue = {(f["src"], f["step"]): delivered.get((f["src"], f["step"] - 1), 0.0)
+        delivered[(f.dst, f.step)] = f.t_end
+    cue = {(f.src, f.step): delivered.get((f.src, f.step - 1), 0.0)
            for f in flows}
-    delays = [f["t_start"] - cue[(f["src"], f["step"])] for f in flows]
+    delays = [f.t_start - cue[(f.src, f.step)] for f in flows]
     assert min(delays) > 0
     assert np.mean(delays) == pytest.approx(m, rel=0.15)
     assert len(delays) == 2 * 2 * 100
