@@ -10,6 +10,7 @@ import pytest
 from emulator import workloads
 from hosts.config import RankConfig
 from hosts.rank import RankProgram, link_after
+from runtime.records import CollectiveDone
 from runtime.scale import Scale
 
 RATE_BPS = 8e6                   # 1 MB/s: a 4 KB chunk takes 4 ms
@@ -75,8 +76,8 @@ def run_ring(*jobs):
                                 for kw in jobs]
         link_after(net.programs[IPS[r]])
     net.run()
-    return sorted((r for r in records if r["type"] == "collective"),
-                  key=lambda r: (r["job"], r["pass"], r["rank"]))
+    return sorted((r for r in records if isinstance(r, CollectiveDone)),
+                  key=lambda r: (r.job, r.pass_index, r.rank))
 
 
 def ring_of_four(program=None, nbytes=16384, passes=1, compute_gap_s=0.0):
@@ -87,14 +88,14 @@ def ring_of_four(program=None, nbytes=16384, passes=1, compute_gap_s=0.0):
 def per_pass(colls):
     out = {}
     for c in colls:
-        out.setdefault(c["pass"], []).append(c)
-    return [(min(c["start_s"] for c in cs), max(c["end_s"] for c in cs), cs)
+        out.setdefault(c.pass_index, []).append(c)
+    return [(min(c.start_s for c in cs), max(c.end_s for c in cs), cs)
             for _, cs in sorted(out.items())]
 
 
 def test_passes_with_a_compute_gap_start_the_gap_after_the_previous_end():
     passes = per_pass(ring_of_four(passes=3, compute_gap_s=0.5))
-    assert all(c["verified"] for _, _, cs in passes for c in cs)
+    assert all(c.verified for _, _, cs in passes for c in cs)
     for (_, end, _), (start, _, _) in zip(passes, passes[1:]):
         assert start == pytest.approx(end + 0.5, abs=0.02)
 
@@ -102,8 +103,8 @@ def test_passes_with_a_compute_gap_start_the_gap_after_the_previous_end():
 def test_a_program_runs_each_collective_with_its_own_size_and_checks_it():
     program = [[16384, 0.0, True], [4096, 0.0, False], [65536, 0.0, False]]
     colls = ring_of_four(program)
-    assert [c["nbytes"] for c in colls[::4]] == [16384, 4096, 65536]
-    assert len(colls) == 12 and all(c["verified"] for c in colls)
+    assert [c.nbytes for c in colls[::4]] == [16384, 4096, 65536]
+    assert len(colls) == 12 and all(c.verified for c in colls)
 
 
 def test_a_program_waits_for_ready_times_from_its_iterations_start():
@@ -125,17 +126,17 @@ def test_a_program_waits_for_ready_times_from_its_iterations_start():
 def test_workload_program_of_vgg16_runs_and_verifies_on_the_fake_ring():
     prog = workloads.program("vgg16", 1, 1 / 4096, 25 * 2**20, 1.0, Scale(2000).time_s, 16)
     colls = ring_of_four([[c.nbytes, c.ready_s, c.begins_iteration] for c in prog])
-    assert len(colls) == 4 * len(prog) and all(c["verified"] for c in colls)
+    assert len(colls) == 4 * len(prog) and all(c.verified for c in colls)
     starts = [s for s, _, _ in per_pass(colls)]
     assert starts[0] == pytest.approx(prog[0].ready_s)
 
 
 def test_a_job_after_another_starts_on_each_host_when_its_predecessor_ended_there():
     colls = run_ring(dict(job=3, passes=2), dict(job=4, after_job=3, start_s=0.3, passes=1))
-    assert len(colls) == 12 and all(c["verified"] for c in colls)
+    assert len(colls) == 12 and all(c.verified for c in colls)
     for r in range(4):
-        end3 = max(c["end_s"] for c in colls if c["job"] == 3 and c["rank"] == r)
-        start4 = next(c["start_s"] for c in colls if c["job"] == 4 and c["rank"] == r)
+        end3 = max(c.end_s for c in colls if c.job == 3 and c.rank == r)
+        start4 = next(c.start_s for c in colls if c.job == 4 and c.rank == r)
         assert start4 == pytest.approx(end3 + 0.3)
 
 
