@@ -12,6 +12,7 @@ from hosts.collectives import ALGORITHMS, grid_of
 from hosts.collectives.order import (IN_ORDER, ON_ARRIVAL, ORDERS, StepOrder, check_order,
                                      dependencies)
 from hosts.collectives.schedule import simulate as execute
+from runtime.records import CollectiveDone
 
 RING = (0, 1, 2, 3)
 
@@ -121,8 +122,8 @@ def test_ranks_on_a_fake_network_post_step_2_at_step_1s_arrival_under_on_arrival
                                                 0.0, tele, lambda: None)]
         net.run()
         sent[order] = {step: t for ip, step, t in net.sent if ip == IPS[1]}
-        colls = [c for c in records if c["type"] == "collective"]
-        assert len(colls) == 4 and all(c["verified"] for c in colls), order
+        colls = [c for c in records if isinstance(c, CollectiveDone)]
+        assert len(colls) == 4 and all(c.verified for c in colls), order
     t = 4096 * 8 / RATE_BPS
     assert sent[ON_ARRIVAL][2] == pytest.approx(2 * t)
     assert sent[IN_ORDER][2] == pytest.approx(t + 0.010)
@@ -155,9 +156,9 @@ def test_the_model_posts_step_2_at_step_1s_arrival_under_on_arrival():
     starts = {}
     for order in ORDERS:
         res = simulate(fab, [replace(job, order=order)], paths=paths, link_events=[slow])
-        starts[order] = {f["step"]: f["start_s"] for f in res.send_flows
-                         if f["src_host"] == "h1"}
-        wire_t = min(f["end_s"] - f["start_s"] for f in res.send_flows)
+        starts[order] = {f.step: f.start_s for f in res.send_flows
+                         if f.src_host == "h1"}
+        wire_t = min(f.end_s - f.start_s for f in res.send_flows)
     t = wire_t
     assert starts[ON_ARRIVAL][2] == pytest.approx(8 * t / 3, rel=1e-9)
     assert starts[IN_ORDER][2] == pytest.approx(4 * t, rel=1e-9)
@@ -182,10 +183,10 @@ def test_a_later_pass_from_a_faster_peer_waits_for_its_own_pass(order):
                                                                         passes=3),
                                             0.0, tele, lambda: None)]
     net.run()
-    colls = {(c["rank"], c["pass"]): c for c in records if c["type"] == "collective"}
-    assert len(colls) == 12 and all(c["verified"] for c in colls.values())
+    colls = {(c.rank, c.pass_index): c for c in records if isinstance(c, CollectiveDone)}
+    assert len(colls) == 12 and all(c.verified for c in colls.values())
     early = next(t for ip, step, t in net.sent if ip == IPS[0] and step == 6)
-    assert early < colls[(1, 0)]["end_s"]
+    assert early < colls[(1, 0)].end_s
     for r in range(4):
         for p in (1, 2):
-            assert colls[(r, p)]["start_s"] >= colls[(r, p - 1)]["end_s"]
+            assert colls[(r, p)].start_s >= colls[(r, p - 1)].end_s
