@@ -61,7 +61,7 @@ class Rig:
     """One modelled switch port and its pipeline; the test sets the queue each packet sees.
 
     ``windows``: the per-job mark counters the pipeline reports as each Symphony window
-    closes (what the agent writes as ``window`` telemetry): (job, marks_red, marks_symphony).
+    closes (the ``Window`` record the agent writes): (job, marks_red, marks_symphony).
     """
 
     def __init__(self, red: RedParams = PAPER_RED, *, scheme: str = "symphony", coin=None):
@@ -69,7 +69,8 @@ class Rig:
         self.windows: list[tuple[int, int, int]] = []
         self.pipe = SwitchPipeline({PORT: Port("p", self.queue)}, red,
                                    SymphonyTracker(SYMPHONY), coin or seeded(), scheme=scheme,
-                                   on_window=lambda rec, r, s: self.windows.append((rec.job, r, s)))
+                                   on_window=lambda w: self.windows.append(
+                                       (w.job, w.marks_red, w.marks_symphony)))
 
     def send(self, pkt: bytes, n: int = 1, *, q_bytes: float = 0.0, now_s: float = 0.5) -> list:
         """Hand ``pkt`` to the pipeline ``n`` times, each arriving at a backlog of
