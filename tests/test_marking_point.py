@@ -1,9 +1,12 @@
 """The enqueue-vs-dequeue marking replay (emulator/analysis/marking_point.py) on arrival
 records worked out by hand; pure, no root."""
 
+from dataclasses import replace
+
 import pytest
 
 from emulator.analysis import marking_point as mp
+from runtime.records import Arrivals
 
 RED = {"enabled": True, "kmin_bytes": 5000.0, "kmax_bytes": 15000.0, "pmax": 1.0,
        "rate_ref_bps": 0.0}
@@ -12,12 +15,11 @@ RED = {"enabled": True, "kmin_bytes": 5000.0, "kmax_bytes": 15000.0, "pmax": 1.0
 def record(t, nbytes, rate_bps=8000.0, red=RED, roce=None):
     """A port draining 1000 B/s (8000 b/s), no burst credit, a buffer that never fills;
     the recorded backlogs are what the agent's model finds (filled in by the replay)."""
-    rec = {"switch": "leaf0", "port": "leaf0-eth1", "rate_bps": rate_bps,
-           "final_rate_bps": rate_bps, "buffer_bytes": 10**9, "burst_bytes": 0.0,
-           "red": red, "t_s": list(t), "bytes": list(nbytes),
-           "q_bytes": [0.0] * len(t), "roce": roce or [1] * len(t)}
-    rec["q_bytes"] = mp.backlogs(rec)[0]
-    return rec
+    rec = Arrivals(switch="leaf0", port="leaf0-eth1", rate_bps=rate_bps,
+                   final_rate_bps=rate_bps, buffer_bytes=10**9, burst_bytes=0.0,
+                   red=red, t_s=list(t), bytes=list(nbytes),
+                   q_bytes=[0.0] * len(t), roce=roce or [1] * len(t))
+    return replace(rec, q_bytes=mp.backlogs(rec)[0])
 
 
 def test_a_growing_queue_leaves_more_behind_than_it_found():
@@ -60,5 +62,5 @@ def test_only_roce_data_counts_and_scaled_thresholds_follow_the_port_rate():
 
 def test_a_record_the_agent_model_disagrees_with_shows_the_replay_error():
     rec = record([0.0, 0.5], [1000, 1000])
-    rec["q_bytes"] = [1000.0, 2000.0]               # the replay finds 1000 and 1500
+    rec = replace(rec, q_bytes=[1000.0, 2000.0])    # the replay finds 1000 and 1500
     assert mp.backlogs(rec)[2] == pytest.approx(500)
