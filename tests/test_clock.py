@@ -59,20 +59,29 @@ def test_a_run_from_before_the_clock_records_is_not_judged_on_them():
 
 
 def test_the_verdict_knows_each_host_server_from_the_run_spec():
+    from emulator import plan as planning
     from emulator.analysis.verdict import server_of_hosts
+    from emulator.spec import validate
     spec = {"name": "servers", "topology": {"kind": "leafspine", "pods": 2, "leaves": 2,
                                             "spines": 2, "hosts_per_leaf": 2, "cores": 2,
                                             "servers": 2},
             "jobs": [{"id": 1, "hosts": "all", "chunk_bytes": 32768}]}
-    where = server_of_hosts(spec)
+
+    def fabric(raw):
+        return planning.compile(validate(raw, "servers.toml"), "baseline", 1).fabric
+    where = server_of_hosts(fabric(spec))
     assert [where[f"h{i}"] for i in range(8)] == [0] * 4 + [1] * 4
-    assert server_of_hosts({**spec, "topology": {**spec["topology"], "servers": 1}}) is None
+    assert server_of_hosts(fabric({**spec, "topology": {**spec["topology"],
+                                                        "servers": 1}})) is None
 
 
 def test_the_verdict_knows_each_host_server_on_real_servers_from_the_run_spec(tmp_path):
     """A run on real servers keeps their list in its manifest's spec (the spec's own
     checks see a count); the verdict places hosts by it even where the run's ssh_config
-    file does not exist (a run folder read on another machine)."""
+    file does not exist (a run folder read on another machine: its manifest's plan)."""
+    import json
+
+    from emulator import plan as planning
     from emulator.analysis.verdict import server_of_hosts
     from emulator.spec import load
     cfg = tmp_path / "ssh_config"
@@ -86,8 +95,9 @@ def test_the_verdict_knows_each_host_server_on_real_servers_from_the_run_spec(tm
     assert spec.raw["topology"]["servers"] == ["root@10.0.0.2", "root@10.0.0.3"]
     assert spec.topology.servers == 2 and spec.topology.server_targets == (
         "root@10.0.0.2", "root@10.0.0.3")
+    stored = json.dumps(planning.compile(spec, "baseline", 1).to_dict())
     cfg.unlink()
-    where = server_of_hosts(spec.raw)
+    where = server_of_hosts(planning.RunPlan.from_dict(json.loads(stored)).fabric)
     assert [where[f"h{i}"] for i in range(8)] == [0] * 4 + [1] * 4
 
 
