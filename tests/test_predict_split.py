@@ -2,7 +2,6 @@
 recorded paths (``emulator.analysis.split``), without root: the model's run folders read
 by the report like emulated ones, the agents' port records walked into node paths."""
 
-import json
 import os
 
 import pytest
@@ -14,6 +13,8 @@ from emulator.launch.predict import predict_one, run_predict
 from emulator.model.from_plan import model_inputs
 from emulator.rundir import RunFolder
 from emulator.spec import load
+from runtime.records import FlowPorts
+from runtime.telemetry import Telemetry
 from topologies.wiring import REPO_ROOT
 
 TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")
@@ -53,15 +54,15 @@ def test_predict_follows_the_plan_perturbations_and_says_what_it_cannot_model():
                          'ratio=2.0}, {kind="loss", switch="spine0", fraction=0.01}]',
                          "topology.routing=static", "jobs.0.passes=1"])
     res, inp = predict_one(spec, "baseline", 1)
-    (c,) = [r for r in res.collectives if r["rank"] == 0]
+    (c,) = [r for r in res.collectives if r.rank == 0]
     plan = planning.compile(spec, "baseline", 1)
     bound = plan.layouts[0]
     from emulator.plan.layout import theoretical_cct_s
     theo = theoretical_cct_s(bound, plan.link_rate_bps, plan.mtu_bytes)
     # the hop into h0 at half rate: ring 0 runs at half speed, every step (plus the hosts'
     # processing time, ~0.2 ms a step here: emulator.model.from_plan.HOST_POST_DELAY_S)
-    assert max(r["end_s"] for r in res.collectives) == pytest.approx(2 * theo, rel=5e-3)
-    assert max(r["end_s"] for r in res.collectives) > 2 * theo
+    assert max(r.end_s for r in res.collectives) == pytest.approx(2 * theo, rel=5e-3)
+    assert max(r.end_s for r in res.collectives) > 2 * theo
     assert inp.not_modelled and "loses nothing" in inp.not_modelled[0]
 
 
@@ -79,7 +80,9 @@ def test_recorded_ports_walk_into_node_paths(tmp_path):
             "spine2": [[1, 0, 3, "10.0.0.2", "10.1.0.2", "spine2-eth2"]],
             "leaf1": [[1, 0, 3, "10.0.0.2", "10.1.0.2", "leaf1-eth1"]]}
     for sw, flows in recs.items():
-        (run / f"{sw}.jsonl").write_text(json.dumps({"type": "flow_ports", "flows": flows}) + "\n")
+        tele = Telemetry(str(run / f"{sw}.jsonl"))
+        tele.write(FlowPorts(switch=sw, flows=flows))
+        tele.close()
     paths = split.recorded_paths(RunFolder(str(run)), plan)
     assert paths == {(1, 0, 3, "10.0.0.2", "10.1.0.2"): ["h0", "leaf0", "spine2", "leaf1", "h4"]}
 
@@ -190,7 +193,7 @@ def test_the_split_gives_the_model_job_time_under_other_timing_draws(tmp_path):
         return simulate(inp.fabric, inp.jobs, scheme=scheme, rng=rng, mtu_bytes=inp.mtu_bytes,
                         per_step_sport=inp.per_step_sport, post_delay_s=inp.post_delay_s)
     base = sim("baseline", 3)
-    paths = {(r["job"], r["channel"], r["step"], r["src"], r["dst"]): r["path"]
+    paths = {(r.job, r.channel, r.step, r.src, r.dst): r.path
              for r in base.send_flows}
     fluid = {"baseline": base, "ideal-priority": sim("ideal-priority", 3)}
     timing = [simulate(inp.fabric, inp.jobs, rng=random.Random(f"3/timing/{k}"),
@@ -221,7 +224,8 @@ def test_static_emulation_error_is_judged_where_the_model_sees_only_host_delays(
 def test_a_run_set_says_which_dependency_rule_it_ran_and_an_old_one_reads_as_in_order(
         tmp_path, capsys):
     """summary.json and the table's header name the rule; a manifest from before the rule
-    was a choice (no "order" in its layouts) is read as in_order, what it ran."""
+    was a choice (format 1, no "order" in its layouts) is upgraded as in_order, what it
+    ran."""
     for rule in ("in_order", "on_arrival"):
         spec = load(FIG5, [f"collective.order={rule}"])
         run_predict(spec, str(tmp_path / rule), ["baseline"], [1])
@@ -229,12 +233,11 @@ def test_a_run_set_says_which_dependency_rule_it_ran_and_an_old_one_reads_as_in_
         assert summary["order"] == [rule] and summary["runs"][0]["order"] == [rule]
         report.print_tables(summary, spec.scale.dilation)
         assert f"# dependency rule: {rule}" in capsys.readouterr().out
+    from emulator.upgrade import upgrade
+    from tests.test_upgrade import as_format_1
     folder = RunFolder(str(tmp_path / "on_arrival" / "baseline-seed1"))
-    man = folder.manifest
-    for lay in man["layouts"]:
-        del lay["order"]
-    with open(folder.file("manifest.json"), "w") as f:
-        json.dump(man, f)
+    as_format_1(folder.path, keep_order=False)
+    assert upgrade(folder.path) == ([folder.path], [], [])
     assert report.analyze_run(folder.path)["order"] == ["in_order"]
 
 
