@@ -15,6 +15,7 @@ from emulator.sim import network as simnet
 from emulator.sim import run as simrun
 from emulator.spec import load
 from runtime import wire
+from runtime.records import FlowReceived, Window
 from runtime.telemetry import read_records
 from switch_agent.queue_model import red_probability
 from switch_agent.symphony import SymphonyTracker
@@ -60,9 +61,9 @@ class Recorded:
         monkeypatch.setattr(simnet.OutPort, "offer", offered)
 
 
-def _rate_in_second_half(flow: dict) -> float:
+def _rate_in_second_half(flow: FlowReceived) -> float:
     """bits/s a receiver got over the second half of the time both flows ran."""
-    ts, bs = zip(*flow["goodput_samples"])
+    ts, bs = zip(*flow.goodput_samples)
     return lambda t0, t1: (np.interp(t1, ts, bs) - np.interp(t0, ts, bs)) * 8 / (t1 - t0)
 
 
@@ -80,9 +81,9 @@ def test_two_flows_into_one_port_share_it_and_red_marks_at_its_computed_rate(
     rundir = str(tmp_path / "baseline-seed1")
     meas = simrun.run_sim(spec, "baseline", 1, rundir)
     assert meas["sim"]["port_drops"] == 0
-    recv = RunFolder(rundir).host_records("recv_flow")
+    recv = RunFolder(rundir).host_records(FlowReceived)
     assert len(recv) == 2
-    t0, t1 = max(f["start_s"] for f in recv), min(f["end_s"] for f in recv)
+    t0, t1 = max(f.start_s for f in recv), min(f.end_s for f in recv)
     rates = [_rate_in_second_half(f)((t0 + t1) / 2, t1) for f in recv]
     line = planning.compile(spec, "baseline", 1).link_rate_bps
     assert all(abs(r / np.mean(rates) - 1) < 0.02 for r in rates), rates
@@ -116,8 +117,8 @@ def test_pq_serves_the_lagging_step_first_at_its_own_rate(tmp_path):
     for scheme in ("baseline", "pq"):
         rundir = str(tmp_path / f"{scheme}-seed1")
         meas = simrun.run_sim(spec, scheme, 1, rundir)
-        fct[scheme] = {f["step"]: f["end_s"] - f["start_s"]
-                       for f in RunFolder(rundir).host_records("recv_flow")}
+        fct[scheme] = {f.step: f.end_s - f.start_s
+                       for f in RunFolder(rundir).host_records(FlowReceived)}
         if scheme == "pq":
             assert meas["agents"]["leaf0"]["counters"]["pq_high"] >= 256   # all of step 0
     assert fct["pq"][0] < 1.03 * alone / 0.975, (fct, alone)   # payload share of a frame
@@ -149,9 +150,9 @@ def test_symphony_counters_equal_the_tracker_run_standalone_over_the_packet_trac
             hdr = wire.parse_ip_roce(pkt) if who == pid and queued else None
             if hdr is not None and hdr.job != wire.FOREIGN_JOB:
                 tracker.observe(hdr.job, hdr.step, hdr.psn, hdr.last, t)
-        wrote = [r for r in read_records(os.path.join(rundir, f"{sw}.jsonl"), "window")]
+        wrote = [r for r in read_records(os.path.join(rundir, f"{sw}.jsonl"), Window)]
         keys = ("job", "window", "cnt_total", "cnt_op", "alpha", "step_min", "psn_rec")
-        assert [tuple(r[k] for k in keys) for r in wrote] == \
+        assert [tuple(getattr(r, k) for k in keys) for r in wrote] == \
             [tuple(getattr(w, k) for k in keys) for w in windows], sw
         checked += len(windows)
     marks = sum(a["counters"]["marks_symphony"] + a["counters"]["marks_both"]
