@@ -77,6 +77,6 @@ def run_messages(fab, messages: list[Message], rundir: str, *, cc: CcConfig,
     return procs.summaries
 
 
-def read_flows(rundir: str, kind: str) -> list[dict]:
-    """All ``send_flow`` or ``recv_flow`` records of a run folder's host telemetry."""
+def read_flows(rundir: str, kind: type) -> list:
+    """All ``FlowSent`` or ``FlowReceived`` records of a run folder's host telemetry."""
     return RunFolder(rundir).host_records(kind)

@@ -138,8 +138,8 @@ def test_halving_doubling_allreduce_is_verified_and_talks_to_its_butterfly_partn
     flows = RunFolder(str(tmp_path / "run")).flows()
     assert len(flows) == 8 * 6 * 2
     for f in flows:
-        distance = [4, 2, 1, 1, 2, 4][f["step"] % 6]
-        assert ip[f["dst"]] == ip[f["src"]] ^ distance, f
+        distance = [4, 2, 1, 1, 2, 4][f.step % 6]
+        assert ip[f.dst] == ip[f.src] ^ distance, f
     assert all(rc == 0 for rc in meas["host_exit"].values())
 
 

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from emulator.launch.fabric import LiveFabric
+from emulator.launch.fabric import Fabric
+from runtime.records import AgentFinal
 from runtime.telemetry import read_records
 from tests.conftest import _root_veths
 from tests.fabric_util import ENV, REPO_ROOT, finish, run_streams, start_receiver
@@ -41,8 +42,8 @@ def dumbbell(tmp_path_factory):
     yield fab
     fab.stop()
     _assert_clean(fab, veths)
-    final = read_records(os.path.join(rundir, "leaf0.jsonl"), "final")
-    assert len(final) == 1 and final[0]["counters"]["total"]["pkts"] > 0
+    final = read_records(os.path.join(rundir, "leaf0.jsonl"), AgentFinal)
+    assert len(final) == 1 and final[0].counters["total"]["pkts"] > 0
 
 
 def _reset(fab, switch="leaf0"):

@@ -18,6 +18,7 @@ import pytest
 
 from emulator.launch.fabric import LiveFabric
 from runtime import wire
+from runtime.records import PortSample
 from runtime.telemetry import read_records
 from tests.fabric_util import run_streams
 from topologies import wiring
@@ -41,20 +42,20 @@ def red_p(q_bytes: float) -> float:
     return PMAX * (q_bytes - KMIN_BYTES) / (KMAX_BYTES - KMIN_BYTES)
 
 
-def band_intervals(records: list[dict]) -> list[tuple[float, int, int]]:
+def band_intervals(records: list[PortSample]) -> list[tuple[float, int, int]]:
     """(backlog the interval's packets saw, packets, marks) for each sampling interval of
     ``PORT`` whose backlog at both ends lay in the band, a frame clear of each threshold.
 
     A sample catches the sawtooth at a random phase: on average half a frame below
     the peaks the arriving packets see (each includes itself), so the interval's
     packets saw the mean of its end samples plus half a frame."""
-    recs = [r for r in records if r["port"] == PORT]
+    recs = [r for r in records if r.port == PORT]
     out = []
     lo, hi = KMIN_BYTES + FRAME_BYTES, KMAX_BYTES - 2 * FRAME_BYTES
     for a, b in zip(recs, recs[1:]):
-        if lo <= a["q_bytes"] <= hi and lo <= b["q_bytes"] <= hi:
-            out.append(((a["q_bytes"] + b["q_bytes"]) / 2 + FRAME_BYTES / 2,
-                        b["pkts"] - a["pkts"], b["marks"] - a["marks"]))
+        if lo <= a.q_bytes <= hi and lo <= b.q_bytes <= hi:
+            out.append(((a.q_bytes + b.q_bytes) / 2 + FRAME_BYTES / 2,
+                        b.pkts - a.pkts, b.marks - a.marks))
     return out
 
 
@@ -97,7 +98,7 @@ def test_a_queue_climbing_through_the_red_band_is_marked_at_reds_rate(tmp_path, 
     assert got["pkts"] == packets and rx["bad_icrc"] == 0, (got, tx)
     assert marks == {"marks_red": got["ce"], "marks_symphony": 0, "marks_both": 0}
 
-    intervals = band_intervals(read_records(os.path.join(rundir, "leaf0.jsonl"), "port"))
+    intervals = band_intervals(read_records(os.path.join(rundir, "leaf0.jsonl"), PortSample))
     n = sum(i[1] for i in intervals)
     assert n >= 0.5 * packets, \
         f"only {n} of {packets} packets arrived while the backlog was in the band: {intervals}"

@@ -8,6 +8,7 @@ from emulator.analysis import report
 from emulator.launch import runner
 from emulator.rundir import RunFolder
 from emulator.spec import load
+from runtime.records import AgentFinal, Window
 from runtime.telemetry import read_records
 from tests.conftest import _root_veths
 
@@ -47,21 +48,21 @@ def test_two_jobs_on_shared_links_keep_separate_symphony_state(tmp_path):
 
     flows = {1: [], 2: []}
     for f in RunFolder(str(rundir)).flows():
-        flows[f["job"]].append(f)
-    job2_start = min(f["t_start"] for f in flows[2])
-    job1_steps_then = [f["step"] for f in flows[1] if f["t_end"] >= job2_start]
+        flows[f.job].append(f)
+    job2_start = min(f.t_start for f in flows[2])
+    job1_steps_then = [f.step for f in flows[1] if f.t_end >= job2_start]
     assert job1_steps_then and min(job1_steps_then) >= 4, \
         "job 1 should be well ahead of job 2 when job 2 starts (the test needs that)"
 
     shared = 0
     checked = 0
     for sw in ("leaf0", "leaf1", "spine0", "spine1"):
-        windows = read_records(str(rundir / f"{sw}.jsonl"), "window")
-        shared += {w["job"] for w in windows} == {1, 2}
+        windows = read_records(str(rundir / f"{sw}.jsonl"), Window)
+        shared += {w.job for w in windows} == {1, 2}
         for w in windows:
-            steps = [f["step"] for f in flows[w["job"]]]
+            steps = [f.step for f in flows[w.job]]
             # (step_min moves one past a step once its last packet has passed)
-            assert min(steps) <= w["step_min"] <= max(steps) + 1, (sw, w)
+            assert min(steps) <= w.step_min <= max(steps) + 1, (sw, w)
         # Job 2 starting at step 0 on the same switch never drags job 1's step_min down
         # to job 2's steps: in every window where job 2 is in flight and wholly behind
         # job 1, job 1's step_min stays above every step of job 2. (It is no tighter
@@ -69,14 +70,14 @@ def test_two_jobs_on_shared_links_keep_separate_symphony_state(tmp_path):
         # ring, and a switch that saw no LAST of a step keeps a stale step_min —
         # docs/architecture.md §5.3.)
         for w in windows:
-            if w["job"] != 1 or w["t_s"] < job2_start:
+            if w.job != 1 or w.t_s < job2_start:
                 continue
-            t0, t1 = w["t_s"], w["t_s"] + T_WIN_S
-            own = [f["step"] for f in flows[1] if f["t_start"] <= t1 and f["t_end"] >= t0]
-            other = [f["step"] for f in flows[2] if f["t_start"] <= t1 and f["t_end"] >= t0]
+            t0, t1 = w.t_s, w.t_s + T_WIN_S
+            own = [f.step for f in flows[1] if f.t_start <= t1 and f.t_end >= t0]
+            other = [f.step for f in flows[2] if f.t_start <= t1 and f.t_end >= t0]
             if own and other and max(other) < min(own):
                 checked += 1           # job 2 in flight, all of it behind job 1
-                assert w["step_min"] > max(other), (sw, w, min(own), max(other))
+                assert w.step_min > max(other), (sw, w, min(own), max(other))
     assert shared >= 2, "the jobs should share switches (leaf and spine)"
     assert checked >= 1, "no window of job 1 had job 2 in flight and wholly behind it"
 
@@ -118,5 +119,5 @@ def test_a_job_across_two_pods_and_their_cores_is_verified(tmp_path):
     assert job["ranks"] == 8 and all(c["verified"] for c in job["collectives"]), job
     # The cores forwarded (and their agents saw) the cross-pod traffic.
     for core in ("core0", "core1"):
-        (final,) = read_records(str(rundir / f"{core}.jsonl"), "final")
-        assert final["counters"]["total"]["roce_pkts"] > 0, core
+        (final,) = read_records(str(rundir / f"{core}.jsonl"), AgentFinal)
+        assert final.counters["total"]["roce_pkts"] > 0, core

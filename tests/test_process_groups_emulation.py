@@ -17,6 +17,7 @@ from emulator.launch.fabric import LiveFabric, topology
 from emulator import plan as planning
 from emulator.rundir import RunFolder
 from emulator.spec import load
+from runtime.records import AgentStart, FlowSent, PortSample
 from runtime.telemetry import read_records
 from tests.conftest import _root_veths
 
@@ -51,25 +52,25 @@ def test_one_process_for_all_hosts_and_one_for_all_switches_run_an_exact_all_red
     summaries = meas["rank_summaries"]
     assert {s["process"]["pid"] for s in summaries.values()} \
         == {summaries["h0"]["process"]["pid"]} and len(summaries) == 4
-    starts = {sw: read_records(str(rundir / f"{sw}.jsonl"), "start")[0]
+    starts = {sw: read_records(str(rundir / f"{sw}.jsonl"), AgentStart)[0]
               for sw in ("leaf0", "leaf1", "spine0", "spine1")}
-    assert len({s["pid"] for s in starts.values()}) == 1
-    assert all(s["config"]["switch"] == sw for sw, s in starts.items())
+    assert len({s.pid for s in starts.values()}) == 1
+    assert all(s.config["switch"] == sw for sw, s in starts.items())
 
     # each host's packets left by its own interface: its leaf counted data from it on
     # the port toward it (ACKs) and into it; a socket made in the wrong namespace could
     # not even have bound the host's address
     folder = RunFolder(str(rundir))
     sent = {}
-    for f in folder.host_records("send_flow"):
-        sent[f["src"]] = sent.get(f["src"], 0) + f["packets"]
+    for f in folder.host_records(FlowSent):
+        sent[f.src] = sent.get(f.src, 0) + f.packets
     assert sorted(sent) == sorted(s["ip"] for s in summaries.values())
     assert min(sent.values()) == max(sent.values()) > 0     # a ring: all send alike
     spec = load(str(spec_path))
     for sw, hosts in (("leaf0", ("h0", "h1")), ("leaf1", ("h2", "h3"))):
         ports = {}
-        for r in read_records(str(rundir / f"{sw}.jsonl"), "port"):
-            ports[r["port"]] = max(ports.get(r["port"], 0), r["pkts"])
+        for r in read_records(str(rundir / f"{sw}.jsonl"), PortSample):
+            ports[r.port] = max(ports.get(r.port, 0), r.pkts)
         # every packet into a host (its data, its peer's ACKs) through its own leaf port
         got = [ports.get(planning.port_toward(spec, sw, h), 0) for h in hosts]
         assert min(got) >= min(sent.values()), (sw, ports)

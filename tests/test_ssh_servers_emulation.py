@@ -136,8 +136,9 @@ def test_a_two_pod_fabric_is_built_node_by_node_through_the_servers_sshds(tmp_pa
 
 
 def test_switch_agents_run_on_their_servers_and_their_telemetry_comes_back_over_ssh(tmp_path):
-    import json
-    from emulator.launch.fabric import LiveFabric
+    from emulator.launch.fabric import Fabric
+    from runtime.records import AgentFinal
+    from runtime.telemetry import read_records
     from topologies.leafspine import LeafSpineTopo
     before_ns = _netns()
     topo = LeafSpineTopo(leaves=1, spines=1, hosts_per_leaf=1, pods=2, cores=1, servers=2,
@@ -165,10 +166,9 @@ def test_switch_agents_run_on_their_servers_and_their_telemetry_comes_back_over_
         # nothing of the agents' is in the run folder until they stop
         assert not (tmp_path / "spine1.jsonl").exists()
     for sw in ("leaf0", "spine0", "core0", "spine1", "leaf1"):
-        recs = [json.loads(x) for x in (tmp_path / f"{sw}.jsonl").read_text().splitlines()]
-        (final,) = [r for r in recs if r["type"] == "final"]
+        (final,) = read_records(str(tmp_path / f"{sw}.jsonl"), AgentFinal)
         # every echo request and reply crossed every switch once (plus nothing else)
-        assert final["counters"]["total"]["pkts"] == 40, (sw, final["counters"]["total"])
+        assert final.counters["total"]["pkts"] == 40, (sw, final.counters["total"])
     server1 = tmp_path / "servers" / "s1"
     assert (server1 / "spine1.jsonl").read_bytes() == (tmp_path / "spine1.jsonl").read_bytes()
     assert _netns() == before_ns

@@ -13,6 +13,7 @@ from emulator.plan import transport_params
 from emulator.plan.messages import Message
 from emulator.schema import Spec
 from hosts.cc import CcConfig
+from runtime.records import FlowReceived, FlowSent, PortSample
 from runtime.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
 from runtime.telemetry import read_records
 from tests.conftest import _root_veths
@@ -52,15 +53,15 @@ def test_one_flow_reaches_line_rate(net, tmp_path):
     _reset(net)
     res = run_messages(net, [Message("h0", "h1", 2_000_000)], str(tmp_path), cc=CC, transport=TRANSPORT)
     assert all(r["ok"] for r in res.values()), res
-    [snd] = read_flows(str(tmp_path), "send_flow")
-    goodput = snd["bytes"] * 8 / (snd["end_s"] - snd["start_s"])
+    [snd] = read_flows(str(tmp_path), FlowSent)
+    goodput = snd.bytes * 8 / (snd.end_s - snd.start_s)
     pacing = res["h0"]["pacing"]
     print(f"\none flow: goodput {goodput / 1e6:.2f} Mbit/s = {goodput / RATE:.1%} of the "
           f"{RATE / 1e6:.0f} Mbit/s line rate (payload bytes, first send to last ACK); "
           f"pacing late mean {pacing['mean_late_s'] * 1e3:.2f} ms, "
           f"max {pacing['max_late_s'] * 1e3:.2f} ms")
     assert goodput >= 0.9 * RATE
-    assert snd["retransmits"] == 0 and snd["cnps"] == 0
+    assert snd.retransmits == 0 and snd.cnps == 0
 
 
 def _jain(xs):
@@ -81,19 +82,19 @@ def test_two_flows_share_a_bottleneck_fairly(net, tmp_path):
     res = run_messages(net, [Message("h0", "h2", 8_000_000), Message("h1", "h2", 8_000_000)],
                        str(tmp_path), cc=CC, transport=TRANSPORT)
     assert all(r["ok"] for r in res.values()), res
-    recv = read_flows(str(tmp_path), "recv_flow")
-    send = read_flows(str(tmp_path), "send_flow")
-    t0 = max(f["start_s"] for f in recv)
-    t1 = min(f["end_s"] for f in recv)
+    recv = read_flows(str(tmp_path), FlowReceived)
+    send = read_flows(str(tmp_path), FlowSent)
+    t0 = max(f.start_s for f in recv)
+    t1 = min(f.end_s for f in recv)
     mid = (t0 + t1) / 2
-    rates = [(_bytes_at(f["goodput_samples"], t1) - _bytes_at(f["goodput_samples"], mid)) * 8
+    rates = [(_bytes_at(f.goodput_samples, t1) - _bytes_at(f.goodput_samples, mid)) * 8
              / (t1 - mid) for f in recv]
     jain = _jain(rates)
-    cnps = [f["cnps"] for f in send]
+    cnps = [f.cnps for f in send]
     after = net.agent("leaf0", {"cmd": "stats"})["counters"]["ports"][TO_H2]
-    q = np.array([r["max_q_bytes"] for r in read_records(os.path.join(net.rundir, "leaf0.jsonl"),
-                                                          "port")
-                  if r["port"] == TO_H2 and t_begin <= r["t_s"] <= t1])
+    q = np.array([r.max_q_bytes for r in read_records(os.path.join(net.rundir, "leaf0.jsonl"),
+                                                       PortSample)
+                  if r.port == TO_H2 and t_begin <= r.t_s <= t1])
     busy = q[q > 0]
     below, between, above = (busy < KMIN).mean(), ((busy >= KMIN) & (busy <= KMAX)).mean(), \
         (busy > KMAX).mean()
@@ -120,14 +121,14 @@ def test_without_congestion_control_two_flows_overflow_the_port_and_still_arrive
                        str(tmp_path), cc=none, transport=TRANSPORT)
     after = net.agent("leaf0", {"cmd": "stats"})["counters"]["ports"][TO_H2]
     assert all(r["ok"] for r in res.values()), res
-    send = read_flows(str(tmp_path), "send_flow")
+    send = read_flows(str(tmp_path), FlowSent)
     drops = after["model_drops"] - before["model_drops"]
-    print(f"\nno congestion control: CNPs {[f['cnps'] for f in send]}, cuts "
-          f"{[f['cuts'] for f in send]}, port drops {drops}, retransmits "
-          f"{[f['retransmits'] for f in send]}")
-    assert all(f["cnps"] > 0 for f in send), "the receiver still notifies"
-    assert all(f["cuts"] == 0 and f["final_rate_bps"] == pytest.approx(RATE) for f in send)
-    assert drops > 0 and sum(f["retransmits"] for f in send) > 0
+    print(f"\nno congestion control: CNPs {[f.cnps for f in send]}, cuts "
+          f"{[f.cuts for f in send]}, port drops {drops}, retransmits "
+          f"{[f.retransmits for f in send]}")
+    assert all(f.cnps > 0 for f in send), "the receiver still notifies"
+    assert all(f.cuts == 0 and f.final_rate_bps == pytest.approx(RATE) for f in send)
+    assert drops > 0 and sum(f.retransmits for f in send) > 0
 
 
 def test_every_message_arrives_byte_exact_with_1pct_loss(net, tmp_path):
@@ -140,12 +141,12 @@ def test_every_message_arrives_byte_exact_with_1pct_loss(net, tmp_path):
     finally:
         net.agent("leaf0", {"cmd": "drop_fraction", "value": 0.0})
     assert all(r["ok"] for r in res.values()), res          # byte-exact, exactly once
-    send = read_flows(str(tmp_path), "send_flow")
-    recv = read_flows(str(tmp_path), "recv_flow")
-    retx = sum(f["retransmits"] for f in send)
+    send = read_flows(str(tmp_path), FlowSent)
+    recv = read_flows(str(tmp_path), FlowReceived)
+    retx = sum(f.retransmits for f in send)
     dropped = net.agent("leaf0", {"cmd": "stats"})["counters"]["total"]["fault_drops"]
     print(f"\n1 % loss: {dropped} packets dropped by the agent, {retx} retransmissions, "
-          f"{sum(f['naks'] for f in send)} NAKs, {sum(f['timeouts'] for f in send)} timeouts; "
+          f"{sum(f.naks for f in send)} NAKs, {sum(f.timeouts for f in send)} timeouts; "
           f"{len(recv)} messages delivered byte-exact")
     assert dropped > 0 and retx > 0
     assert len(recv) == len(msgs)
@@ -217,11 +218,11 @@ def test_nic_scheduler_shares_the_line_rate_round_robin(net, tmp_path):
     res = run_messages(net, [Message("h0", "h1", 2_000_000), Message("h0", "h2", 2_000_000)],
                        str(tmp_path), cc=CC, transport=TRANSPORT)
     assert all(r["ok"] for r in res.values()), res
-    send = read_flows(str(tmp_path), "send_flow")
-    start = min(f["start_s"] for f in send)
-    end = max(f["end_s"] for f in send)
-    total = sum(f["bytes"] for f in send) * 8 / (end - start)
-    durations = [f["end_s"] - f["start_s"] for f in send]
+    send = read_flows(str(tmp_path), FlowSent)
+    start = min(f.start_s for f in send)
+    end = max(f.end_s for f in send)
+    total = sum(f.bytes for f in send) * 8 / (end - start)
+    durations = [f.end_s - f.start_s for f in send]
     import json
     drops = [q["drops"] for q in json.loads(net["h0"].cmd("tc -s -j qdisc show dev h0-eth0"))
              if q["kind"] == "bfifo"][0] - \
