@@ -36,7 +36,7 @@ def read_records(path: str, kind: type | None = None) -> list:
     """All records of a telemetry file (optionally only those of one record type). A line
     that is not a record of this format raises :class:`RecordError` naming the file and
     line."""
-    tag = f'"type":"{kind.TYPE}"' if kind is not None else None
+    tag = f'"{kind.TYPE}"' if kind is not None else None   # a quick look; the type decides
     out = []
     with open(path) as f:
         for n, line in enumerate(f, 1):

@@ -1,4 +1,4 @@
-"""nccl-tests' output and the report page from a run's summary (emulator/analysis/export.py,
+"""nccl-tests' output and the report page from a run's summary (emulator/analysis/nccl.py, export.py,
 page.py), pure: a summary dict written here, no run. The emulation test
 (test_exports_emulation.py) checks the same on a real run."""
 
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from emulator.analysis import export, page
+from emulator.analysis import export, nccl, page
 
 N = 4                                  # ranks in the ring: all-reduce bus factor 2(N-1)/N
 
@@ -34,7 +34,7 @@ def summary(algorithm="ring_allreduce", factor=2 * (N - 1) / N, faithful=(True, 
 
 
 def test_nccl_rows_are_real_scale_and_bus_bandwidth_is_the_collectives_factor():
-    rows = export.nccl_rows(summary())
+    rows = nccl.nccl_rows(summary())
     x = rows[0]
     assert (x["size"], x["count"], x["type"], x["redop"], x["root"]) == (1048576, 262144,
                                                                          "float", "sum", -1)
@@ -44,13 +44,13 @@ def test_nccl_rows_are_real_scale_and_bus_bandwidth_is_the_collectives_factor():
 
 
 def test_all_gather_prints_no_reduction_as_nccl_tests_does():
-    rows = export.nccl_rows(summary("ring_allgather", (N - 1) / N))
+    rows = nccl.nccl_rows(summary("ring_allgather", (N - 1) / N))
     assert rows[0]["redop"] == "none"
     assert rows[0]["bus_bw"] / rows[0]["alg_bw"] == pytest.approx((N - 1) / N)
 
 
 def test_the_text_has_nccl_tests_columns_and_footer_and_leaves_unfaithful_runs_out():
-    text = export.nccl_tests_text(summary())
+    text = nccl.nccl_tests_text(summary())
     lines = text.splitlines()
     head = next(x for x in lines if "size" in x and "count" in x)
     assert head.split()[1:] == ["size", "count", "type", "redop", "root", "time", "algbw",
@@ -74,11 +74,11 @@ def test_the_text_has_nccl_tests_columns_and_footer_and_leaves_unfaithful_runs_o
     (1234567.0, 7, "1234567"), (12345678.0, 7, "1.2e+07"), (0.153, 6, "  0.15"),
     (12345.6, 6, " 12346")])
 def test_numbers_take_the_width_and_decimals_nccl_tests_gives_them(value, width, text):
-    assert export._num(value, width) == text
+    assert nccl._num(value, width) == text
 
 
 def test_the_json_has_the_shape_of_nccl_tests_dash_j_output_one_scheme_per_file():
-    j = export.nccl_tests_json(summary(), "baseline", ["symphony-emu", "run"])
+    j = nccl.nccl_tests_json(summary(), "baseline", ["symphony-emu", "run"])
     assert j["version"] == 2 and j["args"] == ["symphony-emu", "run"]
     assert set(j) >= {"start_time", "config", "results", "out_of_bounds",
                       "average_bus_bandwidth", "errors", "end_time"}
@@ -89,7 +89,7 @@ def test_the_json_has_the_shape_of_nccl_tests_dash_j_output_one_scheme_per_file(
     assert set(r["out_of_place"]) == {"time", "alg_bw", "bus_bw", "nwrong"}
     assert r["experiment_name"] == "t/baseline/seed1/job1"
     assert j["out_of_bounds"] == {"count": 0, "okay": "true"}
-    assert export.nccl_tests_json(summary(), "symphony")["results"] == []
+    assert nccl.nccl_tests_json(summary(), "symphony")["results"] == []
 
 
 def test_per_iteration_data_are_each_ranks_time_and_their_maximum():
@@ -100,7 +100,7 @@ def test_per_iteration_data_are_each_ranks_time_and_their_maximum():
     c = s["runs"][0]["jobs"][0]["collectives"]
     c.append({**c[0], "pass": 1, "cct_s": 6.0})
     ranks = {"/nowhere/s1": {(1, 0): {0: 3.0, 1: 4.0}, (1, 1): {0: 6.0, 1: 5.0}}}
-    r = export.nccl_tests_json(s, "baseline", ranks=ranks)["results"][0]
+    r = nccl.nccl_tests_json(s, "baseline", ranks=ranks)["results"][0]
     it = r["out_of_place_per_iter"]
     assert it["per_process_max_times_us"] == [[3000.0, 6000.0], [4000.0, 5000.0]]
     assert it["times_us"] == [4000.0, 6000.0]
@@ -123,7 +123,7 @@ def test_the_set_page_names_every_run_with_its_verdict_and_escapes_what_it_print
 
 
 def test_reduce_scatter_keeps_the_sum_and_its_bus_factor():
-    rows = export.nccl_rows(summary("ring_reducescatter", (N - 1) / N))
+    rows = nccl.nccl_rows(summary("ring_reducescatter", (N - 1) / N))
     assert rows[0]["redop"] == "sum"
     assert rows[0]["bus_bw"] / rows[0]["alg_bw"] == pytest.approx((N - 1) / N)
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from emulator.launch.fabric import Fabric
+from emulator.launch.fabric import LiveFabric
 from runtime.records import AgentFinal
 from runtime.telemetry import read_records
 from tests.conftest import _root_veths

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from emulator import plan as planning
-from emulator.analysis import report, split
+from emulator.analysis import console, report, split
 from emulator.cli import main as cli_main
 from emulator.launch.predict import predict_one, run_predict
 from emulator.model.from_plan import model_inputs
@@ -231,7 +231,7 @@ def test_a_run_set_says_which_dependency_rule_it_ran_and_an_old_one_reads_as_in_
         run_predict(spec, str(tmp_path / rule), ["baseline"], [1])
         summary = report.summarize(str(tmp_path / rule), plots=False)
         assert summary["order"] == [rule] and summary["runs"][0]["order"] == [rule]
-        report.print_tables(summary, spec.scale.dilation)
+        console.print_tables(summary, spec.scale.dilation)
         assert f"# dependency rule: {rule}" in capsys.readouterr().out
     from emulator.upgrade import upgrade
     from tests.test_upgrade import as_format_1

@@ -5,7 +5,8 @@ single run's difference flips sign from seed to seed."""
 
 import pytest
 
-from emulator.analysis import report
+from emulator.analysis import console, report
+from emulator.analysis.evidence import evidence, primary_metric
 
 
 def _run(scheme, seed, ccts, jct=None):
@@ -35,7 +36,7 @@ def test_a_run_without_any_completed_collective_is_not_a_seed(capsys):
     runs = [_run("baseline", 1, [None]), _run("baseline", 2, [1.0]), _run("symphony", 2, [0.5])]
     out = report.compare_seeds(runs)
     assert out["schemes"]["baseline"]["cct_s"]["n"] == 1
-    report.print_seeds({"seeds": out})
+    console.print_seeds({"seeds": out})
     assert capsys.readouterr().out == ""                    # one seed each: nothing to say
 
 
@@ -58,14 +59,14 @@ def test_the_evidence_pairs_every_metric_with_its_interval_primary_first(capsys)
     base = [1.0] * 10
     sym = [0.9] * 9 + [1.05]
     runs = _runs(10, base, sym, [10.0] * 10, [12.0] * 10)
-    ev = report.evidence(runs, primary="jct")["symphony"]
+    ev = evidence(runs, primary="jct")["symphony"]
     assert list(ev) == ["jct", "cct", "max_overlap"]
     assert ev["jct"]["verdict"] == "higher" and ev["jct"]["median"] == pytest.approx(0.2)
     assert ev["cct"]["verdict"] == "lower" and ev["cct"]["lower"] == 9
     assert ev["cct"]["median_ci"] == pytest.approx([-0.1, -0.1])
     assert ev["max_overlap"]["median"] == pytest.approx(-0.5)
     summary = {"seeds": report.compare_seeds(runs), "evidence": {"symphony": ev}}
-    report.print_seeds(summary)
+    console.print_seeds(summary)
     out = capsys.readouterr().out
     lines = [ln.strip() for ln in out.splitlines()]
     i = next(i for i, ln in enumerate(lines) if ln.startswith("Symphony vs baseline"))
@@ -77,7 +78,7 @@ def test_the_evidence_pairs_every_metric_with_its_interval_primary_first(capsys)
 
 def test_three_seeds_are_never_called_a_result():
     runs = _runs(3, [1.0] * 3, [0.8] * 3, [4.0] * 3, [3.0] * 3)
-    ev = report.evidence(runs)["symphony"]["cct"]
+    ev = evidence(runs)["symphony"]["cct"]
     assert ev["median_ci"] is None and ev["verdict"] == "undecided" and ev["lower"] == 3
 
 
@@ -86,4 +87,4 @@ def test_three_seeds_are_never_called_a_result():
     ({"jobs": [{"workload": "vgg16"}]}, "jct"),
     ({"jobs": [{"passes": 4}], "run": {"primary": "cct"}}, "cct")])
 def test_the_primary_metric_follows_the_spec(spec, want):
-    assert report.primary_metric(spec) == want
+    assert primary_metric(spec) == want

@@ -136,7 +136,7 @@ def test_a_two_pod_fabric_is_built_node_by_node_through_the_servers_sshds(tmp_pa
 
 
 def test_switch_agents_run_on_their_servers_and_their_telemetry_comes_back_over_ssh(tmp_path):
-    from emulator.launch.fabric import Fabric
+    from emulator.launch.fabric import LiveFabric
     from runtime.records import AgentFinal
     from runtime.telemetry import read_records
     from topologies.leafspine import LeafSpineTopo
