@@ -23,7 +23,6 @@ from typing import Callable
 
 from hosts.cc import CcConfig
 from hosts.config import TransportParams
-from hosts.flows import WIRE_EXTRA_BYTES  # noqa: F401  (the NIC's API)
 from hosts.nic_core import NicCore
 from runtime import wire
 

@@ -11,7 +11,8 @@ import pytest
 
 from hosts.cc import CcConfig
 from hosts.config import TransportParams
-from hosts.nic import WIRE_EXTRA_BYTES, Nic
+from hosts.flows import WIRE_EXTRA_BYTES
+from hosts.nic import Nic
 from runtime import wire
 from runtime.scale import Scale
 
