@@ -128,6 +128,9 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
             row["median_cct_s"] = float(np.median(ccts)) if ccts else None
             row["jct_s"] = float(np.median(jcts)) if jcts else None
             row["max_step_overlap"] = max((j["max_step_overlap"] for j in r["jobs"]), default=None)
+            # the longest of the jobs' last-step spans (Fig 7b's tail)
+            row["last_step_span_s"] = max((j["last_step_span_s"] for j in r["jobs"]),
+                                          default=None)
             for m in r.get("messages", []):
                 row[f"fct_step{m['step']}_s"] = m["fct_s"]
             if "overlap_s" in r:
