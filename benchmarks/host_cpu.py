@@ -47,7 +47,7 @@ from emulator.launch import ledger, runner  # noqa: E402
 from emulator.rundir import RunFolder  # noqa: E402
 from emulator.spec import load  # noqa: E402
 from runtime import sched  # noqa: E402
-from runtime.records import AgentFinal, FlowSent, encode  # noqa: E402
+from runtime.records import AgentFinal, FlowSent  # noqa: E402
 from topologies.wiring import REPO_ROOT  # noqa: E402
 
 GOAL_RANK_US_PER_PKT = 40.0
@@ -139,13 +139,12 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
         sampler.stop()
     folder = RunFolder(rundir)
     res = report.analyze_run(rundir)
-    ranks = list(meas.get("rank_summaries", {}).values())
+    ranks = list(meas.rank_summaries.values())
     rank_pkts = sum(r.packets for r in folder.host_records(FlowSent))
-    rank_tx = sum(r.get("counters", {}).get("data_tx", 0) for r in ranks)
-    agents = [a for a in meas.get("agents", {}).values() if "counters" in a]
-    finals = [encode(r) for sw in meas.get("agents", {})         # as the hosts' summaries
-              for r in folder.agent_records(sw, AgentFinal)]
-    during = sampler.during(meas.get("t_start", float("inf")))
+    rank_tx = sum(r.counters.get("data_tx", 0) for r in ranks)
+    agents = [a for a in meas.agents.values() if a.dead is None and a.lost is None]
+    finals = [r for sw in meas.agents for r in folder.agent_records(sw, AgentFinal)]
+    during = sampler.during(meas.t_start if meas.t_start is not None else float("inf"))
     ratios = [c["cct_ratio"] for j in res["jobs"] for c in j["collectives"]
               if c["cct_ratio"] is not None]
 
@@ -165,13 +164,13 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
 
     cwds = sorted(set(sampler.cwd[p] for p in sampler.cwd if sampler.procs[p][0] == "ranks"))
     ranks_row = {**kind_row("ranks", host_process_cpu_s(ranks), rank_pkts,
-                            len({r.get("process", {}).get("pid") for r in ranks})),
+                            len({(r.process or {}).get("pid") for r in ranks})),
                  "hosts": len(ranks), "data_tx": rank_tx,
                  "kernel_share": host_process_cpu_s(ranks, "sys_s")
                  / max(1e-9, host_process_cpu_s(ranks))}
     agents_row = {**kind_row("agents", host_process_cpu_s(finals),
-                             sum(a["counters"]["pkts"] for a in agents),
-                             len({f.get("process", {}).get("pid") for f in finals})),
+                             sum(a.counters["pkts"] for a in agents),
+                             len({f.process.get("pid") for f in finals})),
                   "switches": len(agents),
                   "kernel_share": host_process_cpu_s(finals, "sys_s")
                   / max(1e-9, host_process_cpu_s(finals))}
@@ -185,8 +184,8 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
             "cct_ratio_median": statistics.median(ratios) if ratios else None,
             "cct_ratio_max": max(ratios) if ratios else None,
             "faithful": res["fidelity"]["faithful"], "reasons": res["fidelity"]["reasons"],
-            "cpu_busy": meas.get("cpu_busy"), "cpu_steal": meas.get("cpu_steal"),
-            "wall_s": meas.get("wall_s"),
+            "cpu_busy": meas.cpu_busy, "cpu_steal": meas.cpu_steal,
+            "wall_s": meas.wall_s,
             "rank_cwd": cwds}
 
 
@@ -208,16 +207,16 @@ def all_in(ranks: dict, agents: dict, data_packets: int, bound_s: float, cpus: i
             "cpus": cpus}
 
 
-def host_process_cpu_s(summaries: list[dict], key: str = "cpu_s") -> float:
+def host_process_cpu_s(ends: list, key: str = "cpu_s") -> float:
     """CPU of the host (or agent) processes (``key="sys_s"``: of it, in the kernel): a
     process serving several hosts reports its CPU so far in each host's summary
-    (``process``; an agent's in each switch's final record), so its total is the
-    largest of them."""
+    (``process``; an agent's in each switch's final record, ``AgentFinal``), so its
+    total is the largest of them."""
     by_pid: dict = {}
-    for r in summaries:
-        p = r.get("process")
-        if p is None:
-            by_pid[id(r)] = r.get(key, 0.0)
+    for r in ends:
+        p = r.process
+        if p is None:               # a summary without its process's: its own CPU, no sys_s
+            by_pid[id(r)] = (r.cpu_s or 0.0) if key == "cpu_s" else 0.0
         else:
             by_pid[p["pid"]] = max(by_pid.get(p["pid"], 0.0), p.get(key, 0.0))
     return sum(by_pid.values())

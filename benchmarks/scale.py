@@ -36,7 +36,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from emulator.analysis import report  # noqa: E402
 from emulator.launch import runner
+from emulator.rundir import RunFolder  # noqa: E402
 from emulator.spec import load  # noqa: E402
+from runtime.records import AgentFinal  # noqa: E402
 from topologies.wiring import REPO_ROOT  # noqa: E402
 
 HOSTS_PER_LEAF = 4
@@ -49,14 +51,10 @@ def _ints(s: str) -> list[int]:
     return [int(x) for x in s.split(",") if x]
 
 
-def _agent_finals(rundir: str) -> list[dict]:
-    out = []
-    for name in sorted(os.listdir(rundir)):
-        if (name.startswith("leaf") or name.startswith("spine")) and name.endswith(".jsonl"):
-            with open(os.path.join(rundir, name)) as f:
-                out += [r for r in map(json.loads, filter(str.strip, f))
-                        if r.get("type") == "final"]
-    return out
+def _agent_finals(run: RunFolder) -> list[AgentFinal]:
+    return [r for name in sorted(os.listdir(run.path))
+            if name.startswith(("leaf", "spine")) and name.endswith(".jsonl")
+            for r in run.agent_records(name[:-len(".jsonl")], AgentFinal)]
 
 
 def measure(hosts: int, dilation: int, scheme: str, routing: str, out: str) -> dict:
@@ -64,32 +62,32 @@ def measure(hosts: int, dilation: int, scheme: str, routing: str, out: str) -> d
     spec = load(TABLE1, [f"topology.leaves={hosts // HOSTS_PER_LEAF}",
                          f"topology.hosts_per_leaf={HOSTS_PER_LEAF}", f"scale.dilation={dilation}",
                          f"topology.routing={routing}", "jobs.0.passes=1", "run.timeout_s=1200"])
-    if not os.path.exists(os.path.join(rundir, "measurements.json")):
+    run = RunFolder(rundir)
+    if not run.done:
         runner.run_one(spec, scheme, 1, rundir)
     res = report.analyze_run(rundir)
-    with open(os.path.join(rundir, "measurements.json")) as f:
-        meas = json.load(f)
-    ranks = list(meas.get("rank_summaries", {}).values())
-    agents = _agent_finals(rundir)
+    meas = run.measurements
+    ranks = list(meas.rank_summaries.values())
+    agents = _agent_finals(run)
     mb = 1 / 2**20
     colls = [c for j in res["jobs"] for c in j["collectives"]]
     oversub = max(1.0, HOSTS_PER_LEAF / spec.topology.spines)     # 1: non-blocking
     return {"hosts": hosts, "dilation": dilation, "link_mbps": 10e3 / dilation,
             "faithful": res["fidelity"]["faithful"], "reasons": res["fidelity"]["reasons"],
             "verified": bool(colls) and all(c["verified"] for c in colls),
-            "cpu_busy": meas.get("cpu_busy"),
+            "cpu_busy": meas.cpu_busy,
             "cct_ratio": max((c["cct_ratio"] or 0) for c in colls) / oversub if colls else None,
             "oversubscription": oversub, "timeouts": res["transport"]["timeouts"],
-            "wall_s": meas.get("wall_s"),
+            "wall_s": meas.wall_s,
             # a process serves several hosts (or switches): its memory is the process's, its
             # CPU per host an even share of the process's (hosts.group, switch_agent)
-            "host_processes": len({h.get("process", {}).get("pid", id(h)) for h in ranks}),
-            "agent_processes": len({a.get("process", {}).get("pid", id(a)) for a in agents}),
-            "host_rss_mb_max": max((h.get("max_rss_bytes", 0) * mb for h in ranks), default=None),
-            "host_cpu_s_mean": (sum(h.get("cpu_s", 0) for h in ranks) / len(ranks)) if ranks
+            "host_processes": len({(h.process or {}).get("pid", id(h)) for h in ranks}),
+            "agent_processes": len({a.process.get("pid", id(a)) for a in agents}),
+            "host_rss_mb_max": max(((h.max_rss_bytes or 0) * mb for h in ranks), default=None),
+            "host_cpu_s_mean": (sum(h.cpu_s or 0 for h in ranks) / len(ranks)) if ranks
             else None,
-            "agent_rss_mb_max": max((a.get("max_rss_bytes", 0) * mb for a in agents), default=None),
-            "agent_cpu_s_mean": (sum(a.get("cpu_s", 0) for a in agents) / len(agents)) if agents
+            "agent_rss_mb_max": max((a.max_rss_bytes * mb for a in agents), default=None),
+            "agent_cpu_s_mean": (sum(a.cpu_s for a in agents) / len(agents)) if agents
             else None}
 
 

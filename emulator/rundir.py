@@ -4,8 +4,9 @@ everything in it. Report, plots, sweep and the live CLI go through :class:`RunFo
     <run>/                       one (scheme, seed) run
         manifest.json            what ran: the run format's version, the spec as written,
                                  the compiled run plan, versions, git revision
-        measurements.json        what only the live run could measure (CPU load, agents'
-                                 counters and fidelity, host summaries, perturbation log)
+        measurements.json        what the run measured beyond its records (CPU load,
+                                 agents' counters and fidelity, host summaries,
+                                 perturbation log): ``emulator.measurements.Measurements``
         h*.jsonl                 host telemetry (flows, collectives, summaries)
         fluid.jsonl              a model run's (symphony-emu predict): the same records
         leaf*/spine*/core*.jsonl agent telemetry
@@ -25,6 +26,7 @@ import platform
 import subprocess
 import time
 
+from emulator.measurements import Measurements
 from emulator.plan import RunPlan
 from runtime.records import FORMAT, FlowReceived, FlowSent
 from runtime.telemetry import read_records
@@ -64,8 +66,8 @@ class RunFolder:
                     "machine": {"cpus": os.cpu_count(), "node": platform.node()}, **extra}
         self._write(MANIFEST, manifest)
 
-    def write_measurements(self, meas: dict) -> None:
-        self._write(MEASUREMENTS, meas)
+    def write_measurements(self, meas: Measurements) -> None:
+        self._write(MEASUREMENTS, meas.to_dict())
 
     def _write(self, name: str, data: dict) -> None:
         tmp = self.file(name + ".tmp")
@@ -99,10 +101,17 @@ class RunFolder:
         return self._plan
 
     @property
-    def measurements(self) -> dict:
+    def measurements(self) -> Measurements:
+        """What the run measured; empty (``Measurements()``) for a run not done."""
         if not self.done:
-            return {}
-        return self._load(MEASUREMENTS)
+            return Measurements()
+        data = self._load(MEASUREMENTS)
+        try:
+            return Measurements.from_dict(data)
+        except (ValueError, TypeError) as e:      # a key unknown, one missing
+            raise DamagedRun(f"{self.file(MEASUREMENTS)}: not this run format's "
+                             f"measurements ({e}); run it again or remove the run's "
+                             "folder") from None
 
     def _load(self, name: str) -> dict:
         try:

@@ -18,9 +18,20 @@ Format 1 -> 2 (typed records, the plan in the manifest):
 * ``measurements.json``: agents' fidelity summaries taken from their ``final`` records
   where it lacks them (runs from before it carried them).
 
-Every record is then read back as its type; a folder with a record that is not (a key
-no format had) is left as it was and named. Files are replaced whole, the manifest last,
-so an interrupted upgrade leaves the folder readable by this command again.
+Format 2 -> 3 (``measurements.json`` typed, ``emulator.measurements.Measurements``):
+
+* ``perturbations``: an entry without ``fired_s`` (``loss`` applied at set-up, before
+  it was timed) has ``fired_s`` None;
+* ``underlay``: entries from before its use over the run was measured hold the
+  counters' totals as they were: they get their mean rates over the run (the totals
+  over ``wall_s``), their capacity unknown;
+* the file is written as format 3 writes it (every field, the hosts' summaries as
+  their records).
+
+A format-1 folder takes both steps. Every record, and the measurements, are then read
+back as their types; a folder with one that is not (a key no format had) is left as it
+was and named. Files are replaced whole, the manifest last, so an interrupted upgrade
+leaves the folder readable by this command again.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ import os
 from dataclasses import asdict, replace
 
 from emulator import plan as planning
+from emulator.measurements import Measurements, underlay_use
 from emulator.spec import validate
 from emulator.speccheck import SpecError
 from runtime.records import FORMAT, RecordError, decode
@@ -65,29 +77,39 @@ def upgrade_one(rundir: str) -> bool:
     version = man.get("format", 1)
     if version == FORMAT:
         return False
-    if version != 1:
+    if version not in range(1, FORMAT):
         raise UpgradeError(f"format {version}: written by a newer version (this one reads "
                            f"{FORMAT})")
-    plan = _plan(man)
-    files = {}
-    for name in sorted(os.listdir(rundir)):
-        if name.endswith(".jsonl") and name != "ledger.jsonl":
-            files[name] = _records(os.path.join(rundir, name))
     meas_path = os.path.join(rundir, "measurements.json")
     meas = _load(meas_path) if os.path.exists(meas_path) else None
+    files = {}
+    if version == 1:
+        man = _from_1(man)
+        for name in sorted(os.listdir(rundir)):
+            if name.endswith(".jsonl") and name != "ledger.jsonl":
+                files[name] = _records(os.path.join(rundir, name))
+        if meas is not None:
+            _agent_fidelity(meas, files)
     if meas is not None:
-        _agent_fidelity(meas, files)
+        meas = _measurements(meas)
     # everything converted and checked: now write, the manifest last
     for name, lines in files.items():
         _write(os.path.join(rundir, name), "".join(
             json.dumps(r, separators=(",", ":")) + "\n" for r in lines))
     if meas is not None:
-        _write(os.path.join(rundir, "measurements.json"), json.dumps(meas, indent=1))
-    new = {"format": FORMAT, **{k: v for k, v in man.items() if k not in PLAN_KEYS},
-           "plan": plan.to_dict(), "upgraded": {"from": 1, "plan": "compiled again from "
-                                                "the stored spec by the upgrade"}}
+        _write(meas_path, json.dumps(meas.to_dict(), indent=1))
+    new = {"format": FORMAT, **{k: v for k, v in man.items() if k != "format"},
+           "upgraded": man.get("upgraded", {"from": version})}
     _write(os.path.join(rundir, "manifest.json"), json.dumps(new, indent=1))
     return True
+
+
+def _from_1(man: dict) -> dict:
+    """A format-1 manifest with the compiled plan instead of its summary keys."""
+    plan = _plan(man)
+    return {**{k: v for k, v in man.items() if k not in PLAN_KEYS}, "plan": plan.to_dict(),
+            "upgraded": {"from": 1, "plan": "compiled again from the stored spec by the "
+                                            "upgrade"}}
 
 
 def _plan(man: dict):
@@ -139,6 +161,20 @@ def _record(rec: dict) -> dict:
         rec = {**rec, "marks_red": rec.get("marks", 0), "marks_symphony": None,
                "marks_both": None}
     return rec
+
+
+def _measurements(meas: dict) -> Measurements:
+    """Format 2's ``measurements.json`` as its type (format 3)."""
+    meas = dict(meas)
+    meas["perturbations"] = [{"fired_s": None, **e} for e in meas.get("perturbations", [])]
+    old = meas.get("underlay")
+    if old and "tx_bps" not in old[0]:      # the counters' totals, as underlay_use takes them
+        use = underlay_use(None, old, meas.get("wall_s", 0.0), [])
+        meas["underlay"] = [u.to_dict() for u in use]
+    try:
+        return Measurements.from_dict(meas)
+    except (ValueError, TypeError) as e:      # a key no format had, or a record's
+        raise UpgradeError(f"measurements.json: {e}") from None
 
 
 def _agent_fidelity(meas: dict, files: dict) -> None:

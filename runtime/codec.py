@@ -82,6 +82,8 @@ def _decode(tp, data, where: str):
         return from_dict(tp, data, where)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         return tuple(_decode(args[0], x, where) for x in data)
+    if origin is list:
+        return [_decode(args[0], x, where) for x in data]
     if tp is tuple or origin is tuple:
         return _freeze(data)
     if origin is dict:

@@ -18,7 +18,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
-FORMAT = 2       # the run format: 1 = before typed records (no "format" in the manifest)
+FORMAT = 3       # the run format: 1 = before typed records (no "format" in the manifest),
+                 # 2 = before typed measurements (emulator.measurements)
 
 
 class RecordError(ValueError):

@@ -1,11 +1,15 @@
 """t = 0 across processes (hosts.clock) and the verdict on what each process saw of it
 (emulator.analysis.verdict.fidelity), without root."""
 
+from dataclasses import replace
+
 import pytest
 
 from emulator.analysis.verdict import START_OFFSET_MAX_FRAMES, fidelity
+from emulator.measurements import ClockCheck, Measurements
 from hosts import clock
 from emulator.plan.layout import wire_bytes
+from tests.records_util import rank_summary
 
 RATE_BPS = 10e6                     # D = 1000: a 4 KB frame is 3.3 ms
 
@@ -31,10 +35,10 @@ def test_a_bad_start_line_is_refused_by_name(line):
         clock.parse_start(line, 1.0, 1.0)
 
 
-def _meas(offsets: dict) -> dict:
-    return {"rank_summaries": {h: {"ok": True, "pacing": {"mean_late_s": 0.0},
-                                   "clock": {"offset_s": o, "late_s": 0.0, "t0_realtime": 0}}
-                               for h, o in offsets.items()}}
+def _meas(offsets: dict) -> Measurements:
+    return Measurements(rank_summaries={
+        h: rank_summary(h, clock={"offset_s": o, "late_s": 0.0, "t0_realtime": 0})
+        for h, o in offsets.items()})
 
 
 def test_offsets_within_a_frame_pass_and_beyond_it_name_the_host_and_server():
@@ -53,7 +57,7 @@ def test_offsets_within_a_frame_pass_and_beyond_it_name_the_host_and_server():
 
 
 def test_a_run_from_before_the_clock_records_is_not_judged_on_them():
-    meas = {"rank_summaries": {"h0": {"ok": True, "pacing": {"mean_late_s": 0.0}}}}
+    meas = Measurements(rank_summaries={"h0": rank_summary("h0")})
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
     assert f["faithful"] and f["start_offset_max_s"] is None
 
@@ -123,13 +127,14 @@ def test_the_verdict_judges_the_probed_bound_and_names_the_process_and_its_serve
     offset (which adds the line's transit): a 4 ms transit with clocks 0.1 ms apart is
     faithful; clocks 5 ms apart are not, whatever the transit."""
     from emulator.analysis.verdict import fidelity
-    meas = {"rank_summaries": {"h4": {"ok": True, "pacing": {"mean_late_s": 0.0},
-                                      "clock": {"offset_s": 0.004, "late_s": 0.0}}},
-            "clocks": [{"hosts": ["h4", "h5", "h6", "h7"], "offset_s": 0.0001,
-                        "rtt_s": 0.0006, "bound_s": 0.0004, "probes": 8}]}
+    probe = ClockCheck(hosts=["h4", "h5", "h6", "h7"], offset_s=0.0001, rtt_s=0.0006,
+                       bound_s=0.0004, probes=8)
+    meas = Measurements(
+        rank_summaries={"h4": rank_summary("h4", clock={"offset_s": 0.004, "late_s": 0.0})},
+        clocks=[probe])
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
     assert f["faithful"] and f["clock_bound_max_s"] == 0.0004
-    meas["clocks"][0].update(offset_s=-0.005, bound_s=0.0053)
+    meas = replace(meas, clocks=[replace(probe, offset_s=-0.005, bound_s=0.0053)])
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [], server_of={"h4": 1})
     assert f["reasons"] == [
         "clocks: the process of hosts h4-h7 (server 1) runs -5.00 ms off the coordinator's "

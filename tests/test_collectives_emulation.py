@@ -32,7 +32,7 @@ def _run(spec_path, rundir, scheme="baseline", overrides=()):
     veths = _root_veths()
     meas = runner.run_one(spec, scheme, 1, rundir)
     assert _root_veths() <= veths, "a run left veth interfaces behind"
-    assert not meas["teardown_leftovers"], meas["teardown_leftovers"]
+    assert not meas.teardown_leftovers, meas.teardown_leftovers
     return report.analyze_run(rundir), meas
 
 
@@ -48,7 +48,7 @@ def test_8_rank_ring_allreduce_is_verified(tmp_path):
     res, meas = _run(path, str(tmp_path / "run"))
     assert res["jobs"][0]["ranks"] == 8
     assert _all_verified(res), res
-    assert all(rc == 0 for rc in meas["host_exit"].values())
+    assert all(rc == 0 for rc in meas.host_exit.values())
 
 
 def test_16_ranks_in_4_rings_static_routing_runs_near_lockstep(tmp_path):
@@ -70,7 +70,7 @@ def test_16_ranks_in_4_rings_static_routing_runs_near_lockstep(tmp_path):
         ratios = [c["cct_ratio"] for c in job["collectives"]]
         print(f"\nstatic routing, 16 ranks in 4 rings, attempt {attempt}: measured/theoretical "
               f"CCT {ratios}, max step overlap {job['max_step_overlap']}, CPU "
-              f"{meas['cpu_busy']:.0%} (hypervisor's steal {meas['cpu_steal']:.0%})")
+              f"{meas.cpu_busy:.0%} (hypervisor's steal {meas.cpu_steal:.0%})")
         if max(ratios) <= 1.10 and res["fidelity"]["faithful"]:
             break
     assert max(ratios) <= 1.10
@@ -140,7 +140,7 @@ def test_halving_doubling_allreduce_is_verified_and_talks_to_its_butterfly_partn
     for f in flows:
         distance = [4, 2, 1, 1, 2, 4][f.step % 6]
         assert ip[f.dst] == ip[f.src] ^ distance, f
-    assert all(rc == 0 for rc in meas["host_exit"].values())
+    assert all(rc == 0 for rc in meas.host_exit.values())
 
 
 def test_one_pass_of_block_rings_is_verified_and_half_its_flows_cross_the_spines(tmp_path):

@@ -181,6 +181,7 @@ def test_the_kernels_queue_samples_are_a_table_beside_the_models(tmp_path):
     the run's t = 0. A simulated run has no kernel: the table has its header only."""
     import csv
     import json
+    from emulator.rundir import RunFolder
     from emulator.sim.run import run_sim
     from emulator.spec import load
     from topologies.wiring import REPO_ROOT
@@ -191,7 +192,7 @@ def test_the_kernels_queue_samples_are_a_table_beside_the_models(tmp_path):
     with open(rundir / "kernel_queues.csv", newline="") as f:
         r = csv.DictReader(f)
         assert tuple(r.fieldnames) == export.KERNEL_QUEUE_COLUMNS and not list(r)
-    t0 = json.load(open(rundir / "measurements.json"))["t_start"]
+    t0 = RunFolder(str(rundir)).measurements.t_start
     with open(rundir / "leaf0.jsonl", "a") as f:
         f.write(json.dumps({"type": "kernel_q", "t_s": t0 + 0.25, "port": "leaf0-eth5",
                             "model_bytes": 9000.0, "kernel_bytes": 8400, "sent_bytes": 123456,

@@ -2,12 +2,15 @@
 model vs kernel, Mininet-HiFi's busy-link invariant) and the run verdict built from them."""
 
 import struct
+from dataclasses import replace
 
 import pytest
 
 from emulator.analysis.verdict import fidelity
+from emulator.measurements import AgentMeasurements, Measurements, UnderlayUse
 from switch_agent import kernel_queues as kq
 from switch_agent.fidelity import PortFidelity
+from tests.records_util import rank_summary
 
 RATE_BPS = 5e6                     # 625 000 B/s
 
@@ -86,8 +89,9 @@ def test_an_interval_that_may_have_idled_is_not_judged():
 
 # --- the verdict -----------------------------------------------------------------------
 
-def meas_with(port_fidelity: dict, name: str = "leaf0") -> dict:
-    return {"agents": {name: {"nfqueue": {}, "fidelity": port_fidelity}}}
+def meas_with(port_fidelity: dict, name: str = "leaf0", **fields) -> Measurements:
+    """A run whose one agent reports these ports' fidelity; ``fields``: the rest."""
+    return Measurements(agents={name: AgentMeasurements(fidelity=port_fidelity)}, **fields)
 
 
 def test_a_faithful_port_adds_no_reason():
@@ -133,8 +137,7 @@ def test_a_timeout_without_any_drop_is_unfaithful():
     ({}, True),                                                 # loss/link_down, or pq
 ])
 def test_a_timeout_is_explained_by_a_drop_or_a_lossy_run(counters, lossy):
-    meas = meas_with({})
-    meas["agents"]["leaf0"]["counters"] = counters
+    meas = Measurements(agents={"leaf0": AgentMeasurements(counters=counters)})
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [], TRANSPORT, lossy)
     assert f["faithful"], f["reasons"]
 
@@ -145,9 +148,7 @@ def test_no_timeouts_no_reason():
 
 
 def test_a_host_socket_drop_is_named_and_explains_the_timeout(tmp_path):
-    meas = meas_with({})
-    meas["rank_summaries"] = {"h1": {"pacing": {"mean_late_s": 0.0},
-                                     "udp": {"RcvbufErrors": 7}}}
+    meas = meas_with({}, rank_summaries={"h1": rank_summary("h1", udp={"RcvbufErrors": 7})})
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [], TRANSPORT)
     assert f["reasons"] == ["hosts' sockets dropped 7 packets (a rank process fell behind "
                             "reading them: CPU)"]
@@ -177,7 +178,7 @@ def test_a_short_step_may_beat_the_bound_by_one_burst_but_no_more():
     assert lay.steps == 2
     assert fastest == pytest.approx(theo - 2 * L2_BURST_BYTES * 8 / rate)
     assert 0.70 < fastest / theo < 0.75          # 9100 B of each ~33 KB step
-    meas = {"agents": {}, "rank_summaries": {}}
+    meas = Measurements()
     ok = fidelity(meas, rate, 4096, [0.94], [], floors=[0.94 * theo / fastest])
     assert ok["faithful"], ok["reasons"]
     broken = fidelity(meas, rate, 4096, [0.60], [], floors=[0.60 * theo / fastest])
@@ -187,13 +188,12 @@ def test_a_short_step_may_beat_the_bound_by_one_burst_but_no_more():
 # --- each server's own CPU (a fabric over servers reached by ssh) -------------------------
 
 def test_a_server_whose_own_cpu_was_saturated_is_named_in_the_verdict():
-    meas = meas_with({})
-    meas.update(cpu_busy=0.40, cpu_busy_servers={"s0": 0.45, "s1": 0.96, "s2": None})
+    meas = meas_with({}, cpu_busy=0.40, cpu_busy_servers={"s0": 0.45, "s1": 0.96, "s2": None})
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
     assert not f["faithful"]
     assert f["reasons"] == ["server s1: CPU 96% busy (> 90%): timers and pacing slip there"]
     assert f["cpu_busy_servers"]["s1"] == 0.96
-    meas["cpu_busy_servers"]["s1"] = 0.89
+    meas = replace(meas, cpu_busy_servers={**meas.cpu_busy_servers, "s1": 0.89})
     assert fidelity(meas, RATE_BPS, 4096, [1.2], [])["faithful"]
 
 
@@ -229,7 +229,7 @@ def test_a_server_silent_when_its_meter_starts_is_left_unmeasured_not_a_crash():
 
 
 def test_a_saturated_cpu_says_how_much_of_it_the_hypervisor_took():
-    meas = {**meas_with({}), "cpu_busy": 0.95, "cpu_steal": 0.21}
+    meas = meas_with({}, cpu_busy=0.95, cpu_steal=0.21)
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
     assert f["reasons"] == ["CPU 95% busy (> 90%; the hypervisor took 21% of the CPUs' "
                             "time): timers and pacing slip"]
@@ -237,14 +237,15 @@ def test_a_saturated_cpu_says_how_much_of_it_the_hypervisor_took():
 
 
 def test_an_underlay_that_dropped_frames_is_named_by_server():
-    clean = {"server": 0, "tx_bytes": 10, "tx_packets": 1, "rx_bytes": 10, "rx_packets": 1,
-             "tx_dropped": 0, "tx_errors": 0, "rx_dropped": 0, "rx_errors": 0}
-    meas = {**meas_with({}), "underlay": [clean, {**clean, "server": 1, "rx_dropped": 3}]}
+    clean = UnderlayUse(server=0, tx_bytes=10, tx_packets=1, rx_bytes=10, rx_packets=1,
+                        tx_dropped=0, tx_errors=0, rx_dropped=0, rx_errors=0, tx_bps=8.0,
+                        rx_bps=8.0, capacity_bps=None, utilisation=None)
+    meas = meas_with({}, underlay=[clean, replace(clean, server=1, rx_dropped=3)])
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
     assert f["reasons"] == ["server s1: its underlay dropped or garbled 3 frames (tx dropped "
                             "0, errors 0; rx dropped 3, errors 0): a link cut between "
                             "servers lost what the spec's link would not"]
-    meas["underlay"] = [clean, {**clean, "server": 1}]
+    meas = replace(meas, underlay=[clean, replace(clean, server=1)])
     assert fidelity(meas, RATE_BPS, 4096, [1.2], [])["faithful"]
 
 
@@ -252,22 +253,22 @@ def test_an_underlay_busier_than_80_percent_of_its_capacity_is_named_by_server()
     """The runner measures each server's underlay over the run (counters at t = 0 and at
     the end, the busier way against the capacity); the verdict names a server whose
     underlay ran over 80 % on average, and says nothing where the capacity is unknown."""
-    from emulator.launch.runner import underlay_use
+    from emulator.measurements import underlay_use
     zero = {"server": 0, "tx_bytes": 1000, "tx_packets": 1, "rx_bytes": 500, "rx_packets": 1,
             "tx_dropped": 2, "tx_errors": 0, "rx_dropped": 0, "rx_errors": 0}
     end0 = {**zero, "tx_bytes": 1000 + 10_000_000, "rx_bytes": 500 + 5_000_000}
     end1 = {**zero, "server": 1, "tx_bytes": 1000 + 1_000_000, "rx_bytes": 500 + 9_000_000}
     use = underlay_use([zero, {**zero, "server": 1}], [end0, end1], 10.0, [9e6, None])
     # server 0: 8 Mb/s out, 4 Mb/s in, over 9 Mb/s; its 2 drops were before t = 0
-    assert use[0]["tx_bps"] == 8e6 and use[0]["rx_bps"] == 4e6
-    assert use[0]["utilisation"] == pytest.approx(8 / 9) and use[0]["tx_dropped"] == 0
-    assert use[1]["utilisation"] is None and use[1]["rx_bps"] == 7.2e6
-    f = fidelity({**meas_with({}), "underlay": use}, RATE_BPS, 4096, [1.2], [])
+    assert use[0].tx_bps == 8e6 and use[0].rx_bps == 4e6
+    assert use[0].utilisation == pytest.approx(8 / 9) and use[0].tx_dropped == 0
+    assert use[1].utilisation is None and use[1].rx_bps == 7.2e6
+    f = fidelity(meas_with({}, underlay=use), RATE_BPS, 4096, [1.2], [])
     assert f["reasons"] == ["server s0: its underlay carried 89% of its 0.009 Gb/s on "
                             "average (> 80%): frames between servers queued outside the "
                             "emulated fabric"]
-    use[0].update(utilisation=0.5)
-    assert fidelity({**meas_with({}), "underlay": use}, RATE_BPS, 4096, [1.2], [])["faithful"]
+    use[0] = replace(use[0], utilisation=0.5)
+    assert fidelity(meas_with({}, underlay=use), RATE_BPS, 4096, [1.2], [])["faithful"]
 
 
 def test_a_server_is_given_as_user_at_host_port_and_reached_as_ssh_would():

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from tests.records_util import rank_summary
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location(
     "host_cpu_benchmark", os.path.join(HERE, "..", "benchmarks", "host_cpu.py"))
@@ -48,9 +50,9 @@ def test_wakeups_and_cpu_count_only_from_t0_to_the_last_sample(tmp_path):
 
 def test_a_host_process_serving_several_hosts_counts_its_cpu_once():
     # each host's summary carries the process's CPU at the time it finished
-    rows = [{"cpu_s": 1.0, "process": {"pid": 7, "hosts": 2, "cpu_s": 2.0}},
-            {"cpu_s": 1.5, "process": {"pid": 7, "hosts": 2, "cpu_s": 3.0}},
-            {"cpu_s": 0.5, "process": {"pid": 9, "hosts": 1, "cpu_s": 0.5}}]
+    rows = [rank_summary("h0", cpu_s=1.0, process={"pid": 7, "hosts": 2, "cpu_s": 2.0}),
+            rank_summary("h1", cpu_s=1.5, process={"pid": 7, "hosts": 2, "cpu_s": 3.0}),
+            rank_summary("h2", cpu_s=0.5, process={"pid": 9, "hosts": 1, "cpu_s": 0.5})]
     assert host_cpu.host_process_cpu_s(rows) == pytest.approx(3.5)
 
 

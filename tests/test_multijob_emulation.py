@@ -24,7 +24,7 @@ def _run(path, rundir, scheme):
     veths = _root_veths()
     meas = runner.run_one(load(str(path)), scheme, 1, str(rundir))
     assert _root_veths() <= veths, "a run left veth interfaces behind"
-    assert not meas["teardown_leftovers"], meas["teardown_leftovers"]
+    assert not meas.teardown_leftovers, meas.teardown_leftovers
     return report.analyze_run(str(rundir))
 
 

@@ -34,7 +34,7 @@ def test_a_job_over_two_stand_in_servers_is_verified_and_really_crosses_the_unde
     namespaces, veths = _netns(), _root_veths()
     meas = runner.run_one(spec, "symphony", 1, str(tmp_path / "run"))
     assert _netns() == namespaces, "the stand-in servers' namespaces were left behind"
-    assert _root_veths() <= veths and not meas["teardown_leftovers"]
+    assert _root_veths() <= veths and not meas.teardown_leftovers
     res = report.analyze_run(str(tmp_path / "run"))
     (job,) = res["jobs"]
     assert job["ranks"] == 8 and all(c["verified"] for c in job["collectives"]), job
@@ -43,9 +43,9 @@ def test_a_job_over_two_stand_in_servers_is_verified_and_really_crosses_the_unde
     # chunks over the underlay, plus VXLAN and RoCE headers.
     rings, steps = 2, 2 * (4 - 1)
     least = rings * steps * CHUNK * PASSES
-    under = meas["underlay"]
-    assert [u["server"] for u in under] == [0, 1]
+    under = meas.underlay
+    assert [u.server for u in under] == [0, 1]
     for u in under:
-        assert u["tx_bytes"] > least and u["rx_bytes"] > least, (u, least)
+        assert u.tx_bytes > least and u.rx_bytes > least, (u, least)
         # nothing lost in the tunnels, and the verdict would say so if it were
-        assert u["tx_dropped"] == u["rx_dropped"] == u["tx_errors"] == u["rx_errors"] == 0, u
+        assert u.tx_dropped == u.rx_dropped == u.tx_errors == u.rx_errors == 0, u

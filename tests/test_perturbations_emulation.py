@@ -127,18 +127,18 @@ timeout_s = 120
     rundir = str(tmp_path / "run")
     veths = _root_veths()
     meas = runner.run_one(spec, "symphony", 1, rundir)
-    assert _root_veths() <= veths and not meas["teardown_leftovers"]
+    assert _root_veths() <= veths and not meas.teardown_leftovers
     res = report.analyze_run(rundir)
     assert all(c["verified"] for j in res["jobs"] for c in j["collectives"]), res
-    fired = {e["what"]: e for e in meas["perturbations"]}
-    print("\nperturbations:", json.dumps(meas["perturbations"], indent=0))
+    fired = {e.what: e for e in meas.perturbations}
+    print("\nperturbations:", json.dumps([e.to_dict() for e in meas.perturbations], indent=0))
     for what, t in (("symphony on everywhere", 0.6), ("leaf1:leaf1-eth4 down", 0.4),
                     ("leaf1:leaf1-eth4 up", 0.8)):
         assert what in fired, fired
-        assert abs(fired[what]["fired_s"] - t) < 0.3, fired[what]
+        assert abs(fired[what].fired_s - t) < 0.3, fired[what]
     assert any(w.startswith("background h0->h3") for w in fired)
-    assert meas["agents"]["spine0"]["counters"]["fault_drops"] > 0
-    assert meas["agents"]["leaf0"]["counters"]["other_pkts"] > 100, "iperf3 traffic missing"
+    assert meas.agents["spine0"].counters["fault_drops"] > 0
+    assert meas.agents["leaf0"].counters["other_pkts"] > 100, "iperf3 traffic missing"
     with open(os.path.join(rundir, "leaf0.agent.json")) as f:
         ports = json.load(f)["ports"]
     assert ports["leaf0-eth4"]["rate_bps"] == pytest.approx(planning.compile(spec, "symphony", 1).link_rate_bps / 1.5)
@@ -177,7 +177,7 @@ timeout_s = 120
     meas = runner.run_one(spec, "symphony", 1, rundir)
     res = report.analyze_run(rundir)
     assert res["fidelity"]["errors"] == [], res["fidelity"]
-    assert all(s["ok"] for s in meas["rank_summaries"].values())
+    assert all(s.ok for s in meas.rank_summaries.values())
     a, b = res["messages"]                       # sorted by step: A (0), then B (1)
     assert (a["step"], b["step"]) == (0, 1)
     assert a["start_s"] > b["start_s"] + 0.1     # A delayed by 0.1 ms real = 0.2 s

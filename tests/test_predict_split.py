@@ -259,3 +259,10 @@ def test_report_names_a_damaged_file_and_a_single_run_folder(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"symphony-emu report: {meas}: damaged, not JSON (") and \
         err.endswith("of 40); run it again or remove the run's folder\n") and err.count("\n") == 1
+    # ... and so is one that holds a key no writer writes: never half-read
+    meas.write_text('{"timed_out": false, "cpu_busy_hosts": 0.5}')
+    assert cli_main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"symphony-emu report: {meas}: not this run format's measurements "
+                          "(Measurements: unknown keys ['cpu_busy_hosts']; allowed: backend, ") \
+        and err.endswith("); run it again or remove the run's folder\n") and err.count("\n") == 1

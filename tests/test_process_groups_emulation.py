@@ -42,16 +42,16 @@ def test_one_process_for_all_hosts_and_one_for_all_switches_run_an_exact_all_red
     rundir = tmp_path / "run"
     veths = _root_veths()
     meas = runner.run_one(load(str(spec_path)), "baseline", 1, str(rundir))
-    assert _root_veths() <= veths and not meas["teardown_leftovers"]
+    assert _root_veths() <= veths and not meas.teardown_leftovers
     res = report.analyze_run(str(rundir))
     colls = [c for j in res["jobs"] for c in j["collectives"]]
     assert len(colls) == 2 and all(c["verified"] for c in colls), res["jobs"]
     assert res["fidelity"]["faithful"], res["fidelity"]
 
     # the four hosts in one process, the four agents in another
-    summaries = meas["rank_summaries"]
-    assert {s["process"]["pid"] for s in summaries.values()} \
-        == {summaries["h0"]["process"]["pid"]} and len(summaries) == 4
+    summaries = meas.rank_summaries
+    assert {s.process["pid"] for s in summaries.values()} \
+        == {summaries["h0"].process["pid"]} and len(summaries) == 4
     starts = {sw: read_records(str(rundir / f"{sw}.jsonl"), AgentStart)[0]
               for sw in ("leaf0", "leaf1", "spine0", "spine1")}
     assert len({s.pid for s in starts.values()}) == 1
@@ -64,7 +64,7 @@ def test_one_process_for_all_hosts_and_one_for_all_switches_run_an_exact_all_red
     sent = {}
     for f in folder.host_records(FlowSent):
         sent[f.src] = sent.get(f.src, 0) + f.packets
-    assert sorted(sent) == sorted(s["ip"] for s in summaries.values())
+    assert sorted(sent) == sorted(s.ip for s in summaries.values())
     assert min(sent.values()) == max(sent.values()) > 0     # a ring: all send alike
     spec = load(str(spec_path))
     for sw, hosts in (("leaf0", ("h0", "h1")), ("leaf1", ("h2", "h3"))):

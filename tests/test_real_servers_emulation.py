@@ -8,7 +8,6 @@ servers only through the user's ssh set-up, here an ssh_config file naming the k
 the servers' host keys; nothing of the lab is made by the run, so whatever the run
 leaves there is really left."""
 
-import json
 import os
 import signal
 import subprocess
@@ -18,6 +17,7 @@ import time
 import pytest
 
 from emulator.launch import ledger
+from emulator.rundir import RunFolder
 from topologies.wiring import REPO_ROOT
 from cluster.overlay import StandInServers
 from cluster.ssh import SSHD
@@ -124,13 +124,13 @@ def test_a_job_on_servers_given_as_user_at_host_is_verified_faithful_and_leaves_
     (job,) = res["jobs"]
     assert job["ranks"] == 8 and all(c["verified"] for c in job["collectives"]), job
     assert res["fidelity"]["faithful"], res["fidelity"]["reasons"]
-    meas = json.loads((run / "measurements.json").read_text())
-    assert set(meas["cpu_busy_servers"]) == {"s0", "s1"}
+    meas = RunFolder(str(run)).measurements
+    assert set(meas.cpu_busy_servers) == {"s0", "s1"}
     # the underlay over the run, against the 1 Gb/s given: what crossed, and its share
-    for u in meas["underlay"]:
-        assert u["capacity_bps"] == 1e9 and u["tx_bytes"] > 100_000, u
-        assert u["utilisation"] == pytest.approx(max(u["tx_bps"], u["rx_bps"]) / 1e9)
-        assert 0 < u["utilisation"] < 0.8
+    for u in meas.underlay:
+        assert u.capacity_bps == 1e9 and u.tx_bytes > 100_000, u
+        assert u.utilisation == pytest.approx(max(u.tx_bps, u.rx_bps) / 1e9)
+        assert 0 < u.utilisation < 0.8
     # the coordinator's ledger says how to reach and clean each server; each server's
     # own ledger holds every node shell placed there and every process started there
     recs = ledger.read(str(run))
@@ -278,11 +278,11 @@ def test_a_server_lost_mid_run_ends_the_run_loudly_and_the_teardown_finishes(lab
             p.wait()
     assert p.returncode == 1, said[-3000:]
     assert (run / "measurements.json").exists(), said[-3000:]
-    meas = json.loads((run / "measurements.json").read_text())
-    assert any("core1, leaf2, leaf3, spine2, spine3 died" in b for b in meas["broken"]), meas
-    lost = sorted(x.split()[1] for x in meas["teardown_leftovers"])
+    meas = RunFolder(str(run)).measurements
+    assert any("core1, leaf2, leaf3, spine2, spine3 died" in b for b in meas.broken), meas
+    lost = sorted(x.split()[1] for x in meas.teardown_leftovers)
     assert lost == ["core1", "h4", "h5", "h6", "h7", "leaf2", "leaf3", "spine2", "spine3"], \
-        meas["teardown_leftovers"]
+        meas.teardown_leftovers
     assert ledger.state(str(run)) == "closed"
     assert _wait(lambda: lab.others(0) == [] and lab.others(1) == [], 10), \
         (lab.others(0), lab.others(1))

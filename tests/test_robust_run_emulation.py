@@ -16,6 +16,7 @@ import time
 import pytest
 
 from emulator.launch import ledger
+from emulator.rundir import RunFolder
 from tests.conftest import _root_veths
 from topologies.wiring import REPO_ROOT
 
@@ -201,11 +202,11 @@ def test_a_dead_agent_stops_the_run_at_once_as_an_error(spec_path, tmp_path):
     text = p.communicate(timeout=60)[0]
     assert p.returncode == 1, text
     assert "Traceback" not in text, text
-    meas = json.loads((rundir / "measurements.json").read_text())
-    assert meas["broken"] == [f"the switch agent of leaf0 died (exit -9; leaf0.agent.log)"]
-    assert meas["wall_s"] < 6.0                 # stopped, not run to its 60 s timeout
+    meas = RunFolder(str(rundir)).measurements
+    assert meas.broken == [f"the switch agent of leaf0 died (exit -9; leaf0.agent.log)"]
+    assert meas.wall_s < 6.0                 # stopped, not run to its 60 s timeout
     summary = json.loads((out / "summary.json").read_text())
     (run,) = summary["runs"]
-    assert meas["broken"][0] in run["fidelity"]["errors"]
+    assert meas.broken[0] in run["fidelity"]["errors"]
     assert summary["excluded"] and left_behind(out) == []
     assert time.monotonic() - t_kill < 30

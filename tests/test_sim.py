@@ -9,6 +9,7 @@ import pytest
 
 from emulator.analysis import report
 from emulator.cli import main as cli_main
+from emulator.rundir import RunFolder
 from emulator.sim.run import SimError, run_sim
 from emulator.spec import load
 from topologies.wiring import REPO_ROOT
@@ -57,11 +58,11 @@ def test_every_buffer_is_verified_and_symphony_marks_under_ecmp(tmp_path):
     for r in s["runs"]:
         assert all(c["verified"] for c in r["jobs"][0]["collectives"]), r["scheme"]
         assert r["fidelity"]["faithful"], r["fidelity"]
-    meas = json.load(open(tmp_path / "symphony-seed3" / "measurements.json"))
-    marks = sum(a["counters"]["marks_symphony"] + a["counters"]["marks_both"]
-                for a in meas["agents"].values())
+    meas = RunFolder(str(tmp_path / "symphony-seed3")).measurements
+    marks = sum(a.counters["marks_symphony"] + a.counters["marks_both"]
+                for a in meas.agents.values())
     assert marks > 0
-    assert "hosts' processing time" in " ".join(meas["not_modelled"])
+    assert "hosts' processing time" in " ".join(meas.not_modelled)
 
 
 def test_the_same_seed_twice_gives_the_same_run(tmp_path):
@@ -104,9 +105,9 @@ def test_a_link_flap_reroutes_what_leaves_and_recovers_what_was_black_holed(tmp_
     meas = run_sim(spec, "baseline", 2, str(tmp_path / "baseline-seed2"))
     (r,) = summarize(tmp_path)["runs"]
     assert all(c["verified"] for c in r["jobs"][0]["collectives"])
-    assert meas["sim"]["no_route_drops"] > 0 and r["transport"]["timeouts"] > 0
+    assert meas.sim.no_route_drops > 0 and r["transport"]["timeouts"] > 0
     from topologies import wiring
-    assert wiring.port_toward("leaf0", "spine0", 4) not in meas["sim"]["drops_by_port"]
+    assert wiring.port_toward("leaf0", "spine0", 4) not in meas.sim.drops_by_port
 
 
 def test_background_traffic_shares_a_host_link_and_is_dropped_by_its_host(tmp_path):
@@ -119,14 +120,14 @@ def test_background_traffic_shares_a_host_link_and_is_dropped_by_its_host(tmp_pa
     cct = [summarize(tmp_path / k)["runs"][0]["jobs"][0]["collectives"][0]["cct_s"]
            for k in ("a", "b")]
     assert cct[1] > 1.3 * cct[0]                  # h0's ring shares its uplink with it
-    assert meas["sim"]["background_rx"] > 0
+    assert meas.sim.background_rx > 0
 
 
 def test_plain_messages_run_as_the_emulator_runs_them(tmp_path):
     """Fig 9: two flows of one job, different steps, through one port; both delivered."""
     spec = load(os.path.join(REPO_ROOT, "runs", "fig9.toml"))
     meas = run_sim(spec, "baseline", 1, str(tmp_path / "baseline-seed1"))
-    assert all(s["ok"] for s in meas["rank_summaries"].values())
+    assert all(s.ok for s in meas.rank_summaries.values())
     (r,) = summarize(tmp_path)["runs"]
     assert len(r["messages"]) == 2 and all(m["fct_s"] > 0 for m in r["messages"])
 
@@ -194,7 +195,7 @@ def test_the_hosts_delay_is_drawn_per_datagram_and_seeded(tmp_path):
     for name, delay in (("none", 0.0), ("a", 2e-3), ("b", 2e-3)):
         meas = run_sim(spec, "baseline", 1, str(tmp_path / name / "baseline-seed1"),
                        host_delay_s=delay)
-        assert meas["host_delay_s"] == delay
+        assert meas.host_delay_s == delay
         ccts[name] = summarize(tmp_path / name)["runs"][0]["jobs"][0]["collectives"][0]["cct_s"]
     assert ccts["a"] == ccts["b"]
     assert ccts["none"] + 6 * 0.5e-3 < ccts["a"] < ccts["none"] + 6 * 30e-3
@@ -249,7 +250,7 @@ def test_no_packet_is_resent_where_none_was_lost(tmp_path):
     spec = load(TABLE1, ["profile=zhu", "jobs.0.passes=2"])   # a seed with no drop under it
     meas = run_sim(spec, "baseline", 1, str(tmp_path / "baseline-seed1"), host_delay_s=0.0)
     (r,) = summarize(tmp_path)["runs"]
-    drops = meas["sim"]["port_drops"] + r["transport"]["switch_drops"]
+    drops = meas.sim.port_drops + r["transport"]["switch_drops"]
     assert drops == 0 and r["transport"]["retransmits"] == 0
 
 

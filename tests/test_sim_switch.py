@@ -80,7 +80,7 @@ def test_two_flows_into_one_port_share_it_and_red_marks_at_its_computed_rate(
                        "messages.0.bytes=16000000", "messages.1.bytes=16000000"])
     rundir = str(tmp_path / "baseline-seed1")
     meas = simrun.run_sim(spec, "baseline", 1, rundir)
-    assert meas["sim"]["port_drops"] == 0
+    assert meas.sim.port_drops == 0
     recv = RunFolder(rundir).host_records(FlowReceived)
     assert len(recv) == 2
     t0, t1 = max(f.start_s for f in recv), min(f.end_s for f in recv)
@@ -120,7 +120,7 @@ def test_pq_serves_the_lagging_step_first_at_its_own_rate(tmp_path):
         fct[scheme] = {f.step: f.end_s - f.start_s
                        for f in RunFolder(rundir).host_records(FlowReceived)}
         if scheme == "pq":
-            assert meas["agents"]["leaf0"]["counters"]["pq_high"] >= 256   # all of step 0
+            assert meas.agents["leaf0"].counters["pq_high"] >= 256   # all of step 0
     assert fct["pq"][0] < 1.03 * alone / 0.975, (fct, alone)   # payload share of a frame
     assert fct["pq"][1] > fct["pq"][0] + 0.5 * alone
     assert fct["baseline"][0] > 1.3 * fct["pq"][0], fct
@@ -155,7 +155,7 @@ def test_symphony_counters_equal_the_tracker_run_standalone_over_the_packet_trac
         assert [tuple(getattr(r, k) for k in keys) for r in wrote] == \
             [tuple(getattr(w, k) for k in keys) for w in windows], sw
         checked += len(windows)
-    marks = sum(a["counters"]["marks_symphony"] + a["counters"]["marks_both"]
-                for a in meas["agents"].values())
+    marks = sum(a.counters["marks_symphony"] + a.counters["marks_both"]
+                for a in meas.agents.values())
     assert checked > 50 and marks > 0, (checked, marks)
-    assert meas["sim"]["port_drops"] > 0 and not all(q for *_, q in rec.handed)
+    assert meas.sim.port_drops > 0 and not all(q for *_, q in rec.handed)

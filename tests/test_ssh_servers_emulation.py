@@ -190,18 +190,18 @@ def test_a_job_over_two_ssh_reached_servers_is_verified_faithful_and_leaves_noth
     run = tmp_path / "run"
     meas = runner.run_one(load(str(path)), "symphony", 1, str(run))
     assert _netns() == before_ns and _root_veths() <= before_veths
-    assert not meas["teardown_leftovers"] and os.path.isdir("/run/sshd") == privsep
+    assert not meas.teardown_leftovers and os.path.isdir("/run/sshd") == privsep
     res = report.analyze_run(str(run))
     (job,) = res["jobs"]
     assert job["ranks"] == 8 and all(c["verified"] for c in job["collectives"]), job
     assert res["fidelity"]["faithful"], res["fidelity"]["reasons"]
     # each server's CPU, read from its /proc/stat over its ssh: stand-ins share this
     # machine's CPUs, so each reads what the machine's meter read (within the ssh delay)
-    servers = meas["cpu_busy_servers"]
+    servers = meas.cpu_busy_servers
     assert set(servers) == {"s0", "s1"}, servers
-    assert all(abs(b - meas["cpu_busy"]) < 0.1 for b in servers.values()), (servers, meas)
+    assert all(abs(b - meas.cpu_busy) < 0.1 for b in servers.values()), (servers, meas)
     # t = 0 reached every host process over ssh; each recorded what it saw
-    clocks = [s["clock"] for s in meas["rank_summaries"].values()]
+    clocks = [s.clock for s in meas.rank_summaries.values()]
     assert len(clocks) == 8 and all(0 <= c["offset_s"] < 0.05 for c in clocks), clocks
     # each server's files were written in its own folder and came back over ssh
     for server, hosts in ((0, range(4)), (1, range(4, 8))):

@@ -64,7 +64,8 @@ class _Run:
         self.plan = self.folder.plan
         self.sends = self.folder.host_records(FlowSent)
         self.recvs = self.folder.host_records(FlowReceived)
-        self.t0 = self.meas.get("t_start", min((s.start_s for s in self.sends), default=0.0))
+        self.t0 = (self.meas.t_start if self.meas.t_start is not None
+                   else min((s.start_s for s in self.sends), default=0.0))
         self.host_of = {c.ip: h for h, c in self.plan.hosts.items()}
         self.ports = recorded_ports(self.folder, self.plan)
         self.paths = recorded_paths(self.folder, self.plan, self.ports)
@@ -247,10 +248,10 @@ def trace(r: _Run) -> dict:
                 ev.append({"name": f"symphony {what}", "ph": "i", "s": "p", "pid": pid,
                            "ts": r.rel(x.t_s) * us, "args": {"reply_ok": bool(
                                (x.reply or {}).get("ok"))}})
-    for p in r.meas.get("perturbations", []):
-        if "fired_s" in p:
-            ev.append({"name": p["what"], "cat": "perturbation", "ph": "i", "s": "g",
-                       "pid": 0, "ts": p["fired_s"] * us})
+    for p in r.meas.perturbations:
+        if p.fired_s is not None:           # None: at set-up, before t = 0
+            ev.append({"name": p.what, "cat": "perturbation", "ph": "i", "s": "g",
+                       "pid": 0, "ts": p.fired_s * us})
     return {"traceEvents": ev, "displayTimeUnit": "ms",
             "otherData": {"run": r.man["name"], "scheme": r.man["scheme"],
                           "seed": r.man["seed"], "dilation": r.plan.scale.dilation,

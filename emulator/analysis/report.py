@@ -30,7 +30,7 @@ from emulator.analysis.evidence import evidence, noise_floor, primary_metric
 from emulator.plan.layout import collective_bytes, theoretical_cct_s
 from emulator.schemes import SCHEMES
 from emulator.rundir import RunFolder, run_folders
-from runtime.records import CollectiveDone, FlowSent
+from runtime.records import CollectiveDone, FlowSent, MessageSummary
 
 
 def analyze_run(rundir: str, twin: bool = True) -> dict:
@@ -41,8 +41,8 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
     flows = run.flows()
     colls = metrics.collective_times(run.host_records(CollectiveDone))
     # one clock: every time a run set's files give counts from the run's t = 0 (the hosts'
-    # records are on the coordinator's monotonic clock, whose t = 0 is meas["t_start"])
-    t0 = meas.get("t_start", 0.0)
+    # records are on the coordinator's monotonic clock, whose t = 0 is meas.t_start)
+    t0 = meas.t_start if meas.t_start is not None else 0.0
     jobs_out = []
     ratios = []
     floors = []             # CCT over the fastest the shaped links allow (burst included)
@@ -76,7 +76,7 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
         # JCT: from the job's start (t = 0 + start_s; a training job computes before its
         # first all-reduce) to the end of its last collective.
         # A job that runs after another starts when its first rank does.
-        job_start = (lay.start_s if "t_start" in meas and not lay.after_job
+        job_start = (lay.start_s if meas.t_start is not None and not lay.after_job
                      else min((c["start_s"] for c in done), default=None))
         jct = (max(c["start_s"] + c["cct_s"] for c in done) - job_start
                if done and len(done) == len(cs) else None)
@@ -94,10 +94,11 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
         messages.sort(key=lambda m: (m["step"], m["src"]))
         if len(messages) != expected:
             wrong.append(f"{expected - len(messages)} of {expected} messages never completed")
-        for name, summ in meas.get("rank_summaries", {}).items():
-            if not summ.get("ok"):
-                wrong.append(f"host {name}: {summ.get('bad') or summ.get('missing')}")
-    wrong += meas.get("broken", [])         # a dead agent or host, a failed perturbation
+        for name, summ in meas.rank_summaries.items():
+            if not summ.ok:
+                why = (summ.bad or summ.missing) if isinstance(summ, MessageSummary) else None
+                wrong.append(f"host {name}: {why}")
+    wrong += meas.broken                    # a dead agent or host, a failed perturbation
     sends = run.host_records(FlowSent)
     transport = {k: sum(getattr(r, k) for r in sends)
                  for k in ("packets", "retransmits", "timeouts", "naks", "cnps")}
@@ -109,8 +110,8 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
         e.what.loses_packets for e in plan.perturbations)
     fid = verdict.fidelity(meas, rate, mtu, ratios, wrong, transport, lossy, floors,
                            verdict.server_of_hosts(plan.fabric))
-    fid["perturbations"] = [e["what"] for e in meas.get("perturbations", [])]
-    fid["perturbation_effects"] = list(meas.get("perturbation_effects", []))
+    fid["perturbations"] = [e.what for e in meas.perturbations]
+    fid["perturbation_effects"] = list(meas.perturbation_effects)
     backend = man.get("backend", "emulation")
     out = {"scheme": man["scheme"], "seed": man["seed"], "repeat": man.get("repeat", 1),
            "rundir": rundir,

@@ -20,6 +20,7 @@ collective whose result was wrong (that one is an error, not just unfaithful).
 from __future__ import annotations
 
 from cluster import overlay
+from emulator.measurements import AgentMeasurements, Measurements
 from emulator.plan.layout import wire_bytes
 from topologies.wiring import L2_BURST_BYTES
 
@@ -43,15 +44,20 @@ STATIC_ERROR_MAX = 1.05
 UNDERLAY_BUSY_MAX = 0.8
 
 
-def switch_losses(meas: dict) -> int:
+def switch_losses(meas: Measurements) -> int:
     """Packets the switches dropped (model buffer overflow, injected loss) or never saw."""
     n = 0
-    for a in meas.get("agents", {}).values():
-        c = a.get("counters", {})                    # the agent's totals over its ports
+    for a in meas.agents.values():
+        c = a.counters                               # the agent's totals over its ports
         n += c.get("model_drops", 0) + c.get("fault_drops", 0)
-        q = a.get("nfqueue", {})
-        n += q.get("queue_dropped", 0) + q.get("user_dropped", 0) + q.get("agent_enobufs", 0)
+        n += _nfqueue_drops(a)
     return n
+
+
+def _nfqueue_drops(a: AgentMeasurements) -> int:
+    """Packets an agent never saw: NFQUEUE's queue or the agent's socket dropped them."""
+    q = a.nfqueue
+    return q.get("queue_dropped", 0) + q.get("user_dropped", 0) + q.get("agent_enobufs", 0)
 
 
 def fastest_cct_s(lay, theo_s: float, rate_bps: float) -> float:
@@ -76,48 +82,47 @@ def _on(node: str, server_of: dict | None) -> str:
     return f" (server {server_of[node]})" if server_of and node in server_of else ""
 
 
-def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
+def fidelity(meas: Measurements, rate_bps: float, mtu: int, ratios: list, wrong: list,
              transport: dict | None = None, lossy: bool = False,
              floors: list | None = None, server_of: dict | None = None) -> dict:
     """The run's verdict: a reason for each way its emulation can be trusted less
     (``server_of``: host -> server, when the fabric spans several)."""
     reasons = []
-    cpu = meas.get("cpu_busy")
-    steal = meas.get("cpu_steal")          # counted in cpu: CPU time a hypervisor took
+    cpu = meas.cpu_busy
+    steal = meas.cpu_steal                 # counted in cpu: CPU time a hypervisor took
     stolen = f"; the hypervisor took {steal:.0%} of the CPUs' time" if steal else ""
     if cpu is not None and cpu > CPU_BUSY_MAX:
         reasons.append(f"CPU {cpu:.0%} busy (> {CPU_BUSY_MAX:.0%}{stolen}): timers and "
                        f"pacing slip")
-    for u in meas.get("underlay", []):     # the tunnels of the links cut between servers
-        lost = sum(u.get(k, 0) for k in ("tx_dropped", "tx_errors", "rx_dropped", "rx_errors"))
+    for u in meas.underlay or []:          # the tunnels of the links cut between servers
+        lost = u.tx_dropped + u.tx_errors + u.rx_dropped + u.rx_errors
         if lost:
-            reasons.append(f"server s{u['server']}: its underlay dropped or garbled {lost} "
-                           f"frames (tx dropped {u.get('tx_dropped', 0)}, errors "
-                           f"{u.get('tx_errors', 0)}; rx dropped {u.get('rx_dropped', 0)}, "
-                           f"errors {u.get('rx_errors', 0)}): a link cut between servers "
+            reasons.append(f"server s{u.server}: its underlay dropped or garbled {lost} "
+                           f"frames (tx dropped {u.tx_dropped}, errors "
+                           f"{u.tx_errors}; rx dropped {u.rx_dropped}, "
+                           f"errors {u.rx_errors}): a link cut between servers "
                            f"lost what the spec's link would not")
-        use = u.get("utilisation")
+        use = u.utilisation
         if use is not None and use > UNDERLAY_BUSY_MAX:
-            reasons.append(f"server s{u['server']}: its underlay carried {use:.0%} of its "
-                           f"{u['capacity_bps'] / 1e9:.3g} Gb/s on average (> "
+            reasons.append(f"server s{u.server}: its underlay carried {use:.0%} of its "
+                           f"{u.capacity_bps / 1e9:.3g} Gb/s on average (> "
                            f"{UNDERLAY_BUSY_MAX:.0%}): frames between servers queued outside "
                            f"the emulated fabric")
-    for server, busy in sorted(meas.get("cpu_busy_servers", {}).items()):
+    for server, busy in sorted((meas.cpu_busy_servers or {}).items()):
         if busy is not None and busy > CPU_BUSY_MAX:     # its own CPU, read over its ssh
             reasons.append(f"server {server}: CPU {busy:.0%} busy (> {CPU_BUSY_MAX:.0%}): "
                            f"timers and pacing slip there")
     drops = {}
-    for name, a in meas.get("agents", {}).items():
-        q = a.get("nfqueue", {})                     # none: the agent died (an error)
-        n = q.get("queue_dropped", 0) + q.get("user_dropped", 0) + q.get("agent_enobufs", 0)
+    for name, a in meas.agents.items():
+        n = _nfqueue_drops(a)                        # none: the agent died (an error)
         drops[name] = n
         if n:
             reasons.append(f"{name}{_on(name, server_of)}: NFQUEUE dropped {n} packets the "
                            "agent never saw")
     frame_bytes = wire_bytes(mtu, mtu)
     queue_err, utils = {}, {}
-    for name, a in meas.get("agents", {}).items():
-        for port, f in a.get("fidelity", {}).items():
+    for name, a in meas.agents.items():
+        for port, f in a.fidelity.items():
             if f.get("queue_err_mean_bytes") is not None:
                 queue_err[f"{name}:{port}"] = f["queue_err_mean_bytes"]
             if f.get("busy_intervals", 0) >= BUSY_INTERVALS_MIN:
@@ -134,29 +139,29 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
                            f"{u:.0%} of its rate (Mininet-HiFi "
                            f"invariant: {lo:.0%}-{hi:.0%})")
     frame_s = frame_bytes * 8 / rate_bps
-    late = [s["pacing"]["mean_late_s"] for s in meas.get("rank_summaries", {}).values()]
+    late = [s.pacing["mean_late_s"] for s in meas.rank_summaries.values()]
     pacing = max(late) if late else None
     if pacing is not None and pacing > PACING_LATE_MAX_FRAMES * frame_s:
         reasons.append(f"pacing: a host sends {pacing * 1e3:.2f} ms late on average "
                        f"(> {PACING_LATE_MAX_FRAMES:.0%} of a {frame_s * 1e3:.2f} ms frame)")
     # each host process's clock against the coordinator's (hosts.clock): from probe round
     # trips before t = 0, how far apart the two can be at most
-    probed = [c for c in meas.get("clocks", []) if c.get("probes")]
-    farthest = max(probed, key=lambda c: c["bound_s"], default=None)
-    if farthest is not None and farthest["bound_s"] > START_OFFSET_MAX_FRAMES * frame_s:
-        h = farthest["hosts"][0]
+    probed = [c for c in meas.clocks if c.probes]
+    farthest = max(probed, key=lambda c: c.bound_s, default=None)
+    if farthest is not None and farthest.bound_s > START_OFFSET_MAX_FRAMES * frame_s:
+        h = farthest.hosts[0]
         where = f"server {server_of[h]}" if server_of and h in server_of else "this machine"
-        hosts = farthest["hosts"]
+        hosts = farthest.hosts
         who = f"hosts {hosts[0]}-{hosts[-1]}" if len(hosts) > 1 else f"host {h}"
         reasons.append(f"clocks: the process of {who} ({where}) runs "
-                       f"{farthest['offset_s'] * 1e3:+.2f} ms off the coordinator's clock, give "
-                       f"or take {farthest['rtt_s'] * 1e3 / 2:.2f} (half the shortest of "
-                       f"{farthest['probes']} round trips): up to {farthest['bound_s'] * 1e3:.2f} ms "
+                       f"{farthest.offset_s * 1e3:+.2f} ms off the coordinator's clock, give "
+                       f"or take {farthest.rtt_s * 1e3 / 2:.2f} (half the shortest of "
+                       f"{farthest.probes} round trips): up to {farthest.bound_s * 1e3:.2f} ms "
                        f"(> {START_OFFSET_MAX_FRAMES:g} frame of {frame_s * 1e3:.2f} ms at this "
                        f"dilation): its records are not on the others' timeline")
     # runs from before the probes: t = 0 as each host process saw it, its realtime at the
     # start line minus the coordinator's when sending (the offset plus the line's transit)
-    seen = {h: s["clock"] for h, s in meas.get("rank_summaries", {}).items() if s.get("clock")}
+    seen = {h: s.clock for h, s in meas.rank_summaries.items() if s.clock}
     start_offset = max((abs(c["offset_s"]) for c in seen.values()), default=None)
     if not probed and start_offset is not None and \
             start_offset > START_OFFSET_MAX_FRAMES * frame_s:
@@ -172,8 +177,7 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
         reasons.append(f"a collective took {ratios[i]:.2f}x the theoretical lockstep time, "
                        f"{floors[i]:.2f}x the fastest its shaped links allow (one burst per "
                        f"step): faster than the link allows, the measurement is broken")
-    host_drops = sum(s.get("udp", {}).get("RcvbufErrors", 0)
-                     for s in meas.get("rank_summaries", {}).values())
+    host_drops = sum(s.udp.get("RcvbufErrors", 0) for s in meas.rank_summaries.values())
     if host_drops:
         reasons.append(f"hosts' sockets dropped {host_drops} packets (a rank process fell "
                        f"behind reading them: CPU)")
@@ -183,33 +187,32 @@ def fidelity(meas: dict, rate_bps: float, mtu: int, ratios: list, wrong: list,
                        f"dropped a packet: go-back-N resent {transport['retransmits']} packets "
                        f"that were only late (delayed past transport.rto_us: an emulation stall, or "
                        f"an RTO below the queueing delay)")
-    if meas.get("unfinished_flows"):
-        reasons.append(f"{len(meas['unfinished_flows'])} flows were never delivered in the "
+    if meas.unfinished_flows:
+        reasons.append(f"{len(meas.unfinished_flows)} flows were never delivered in the "
                        f"model (no live route: a link down with nothing to re-route to)")
-    if meas.get("timed_out"):
+    if meas.timed_out:
         reasons.append("the run timed out")
-    bad_exit = {h: rc for h, rc in meas.get("host_exit", {}).items() if rc != 0}
+    bad_exit = {h: rc for h, rc in meas.host_exit.items() if rc != 0}
     if bad_exit:
         reasons.append(f"host processes failed: {bad_exit}")
-    if meas.get("teardown_leftovers"):
-        reasons.append(f"teardown had to remove {meas['teardown_leftovers']}")
+    if meas.teardown_leftovers:
+        reasons.append(f"teardown had to remove {meas.teardown_leftovers}")
     # what the emulation adds to every hop: the wait for the agent (not judged yet: see
     # journal@827c2ab, "Faster emulation"; reported beside the verdict)
-    holds = {name: (a.get("nfqueue", {}).get("held_mean_s"),
-                    a.get("nfqueue", {}).get("held_packets", 0))
-             for name, a in meas.get("agents", {}).items()}
+    holds = {name: (a.nfqueue.get("held_mean_s"), a.nfqueue.get("held_packets", 0))
+             for name, a in meas.agents.items()}
     timed = sum(n for _, n in holds.values() if n)
     hold = (sum(m * n for m, n in holds.values() if m is not None and n) / timed
             if timed else None)
     # ... and at the hosts: a datagram's wait between its arrival and its process reading it
-    lags = [s["rx_lag"] for s in meas.get("rank_summaries", {}).values() if s.get("rx_lag")]
+    lags = [s.rx_lag for s in meas.rank_summaries.values() if s.rx_lag]
     lagged = sum(x["packets"] for x in lags)
     rx_lag = sum(x["mean_s"] * x["packets"] for x in lags) / lagged if lagged else None
     return {"faithful": not reasons and not wrong, "reasons": reasons, "errors": wrong,
-            "cpu_busy": cpu, "cpu_steal": steal, "cpu_busy_servers": meas.get("cpu_busy_servers"),
+            "cpu_busy": cpu, "cpu_steal": steal, "cpu_busy_servers": meas.cpu_busy_servers,
             "nfqueue_drops": drops, "pacing_mean_late_s": pacing,
             "start_offset_max_s": start_offset,
-            "clock_bound_max_s": farthest["bound_s"] if farthest else None,
+            "clock_bound_max_s": farthest.bound_s if farthest is not None else None,
             "agent_hold_mean_s": hold,
             "agent_hold_frames": hold / frame_s if hold is not None else None,
             "host_rx_lag_mean_s": rx_lag,

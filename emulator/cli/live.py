@@ -37,6 +37,7 @@ from emulator.cli.commands import CommandError
 from emulator.cli.common import fits, load_spec
 from emulator.launch.fabric import LiveFabric, topology
 from emulator.launch.launcher import HostProcesses
+from emulator.measurements import Measurements
 from emulator.perturbations.background import BACKGROUND_PORT
 from emulator.perturbations.engine import Engine
 from emulator.rundir import RunFolder
@@ -44,6 +45,7 @@ from emulator.schema import Spec
 from emulator.spec import validate
 from emulator.speccheck import SpecError
 from emulator.specjobs import passes_error
+from runtime.records import decode
 from switch_agent.agent import SYMPHONY_KEYS
 from topologies import wiring
 
@@ -142,9 +144,10 @@ class LiveSession:
         if not folder.done:
             procs = run["procs"]
             procs.poll()
-            folder.write_measurements({"t_start": procs.t_start, "timed_out": False,
-                                       "rank_summaries": procs.summaries,
-                                       "host_exit": procs.stop(5)})
+            host_exit = procs.stop(5)          # it reads the processes' last lines too
+            folder.write_measurements(Measurements(
+                t_start=procs.t_start, host_exit=host_exit,
+                rank_summaries={h: decode(s) for h, s in procs.summaries.items()}))
         return report.summarize(run["group"])
 
     # --- the switches --------------------------------------------------------------

@@ -17,6 +17,7 @@ import os
 import time
 
 from emulator import plan as planning
+from emulator.measurements import Measurements
 from emulator.model import simulate
 from emulator.model.from_plan import model_inputs
 from emulator.model.simulate import SCHEMES as MODEL_SCHEMES, TRACKING
@@ -55,11 +56,9 @@ def write_run(folder: RunFolder, plan, spec: Spec, scheme: str, res, inp, wall_s
     for rec in res.records():
         tele.write(rec)
     tele.close()
-    folder.write_measurements({
-        "backend": "fluid", "t_start": 0.0, "timed_out": False,
-        "unfinished_flows": [list(k) for k in res.unfinished], "host_exit": {},
-        "rank_summaries": {}, "not_modelled": list(inp.not_modelled), "wall_s": wall_s,
-        "model_stats": res.stats})
+    folder.write_measurements(Measurements(
+        backend="fluid", t_start=0.0, unfinished_flows=[list(k) for k in res.unfinished],
+        not_modelled=list(inp.not_modelled), wall_s=wall_s, model_stats=res.stats))
 
 
 def run_predict(spec: Spec, out: str, schemes: list[str], seeds: list[int],

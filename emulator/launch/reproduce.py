@@ -22,6 +22,7 @@ import json
 import os
 
 from emulator.launch import sweep
+from emulator.rundir import RunFolder
 from emulator.spec import load
 from topologies.wiring import REPO_ROOT
 
@@ -78,7 +79,7 @@ def _row(fig: str, backend: str, where: str, r: dict) -> dict:
     rundir = os.path.join(where, r["point"].replace("/", "_"), f"{r['scheme']}-seed{r['seed']}")
     return {"figure": fig, "variant": r["point"], "backend": backend,
             "git_revision": _field(rundir, "manifest.json", "git_revision"),
-            "wall_s": _field(rundir, "measurements.json", "wall_s"),    # the machine time
+            "wall_s": RunFolder(rundir).measurements.wall_s,    # the machine time
             **{k: v for k, v in r.items() if k in COLUMNS or k.startswith("fct_")}}
 
 

@@ -18,9 +18,12 @@ from emulator.launch import ledger
 from emulator.launch.capture import Captures
 from emulator.launch.fabric import LiveFabric, topology
 from emulator.launch.launcher import HostProcesses
+from emulator.measurements import AgentMeasurements, ClockCheck, Measurements, \
+    PerturbationFired, underlay_use
 from emulator.perturbations.engine import Engine
 from emulator.rundir import RunFolder
 from emulator.schema import Spec
+from runtime.records import decode
 
 SETTLE_S = 10.0              # past the ranks' own timeout: they report their open flows
 
@@ -83,41 +86,24 @@ def _busy(meter: CpuMeter) -> float | None:
         return None
 
 
-def underlay_use(before: list[dict] | None, after: list[dict], wall_s: float,
-                 capacity_bps: list) -> list[dict]:
-    """Each server's underlay over the run: the counters' differences (``before`` at
-    t = 0; None: the totals ``after`` as they are), the mean rate each way, and the busier
-    way's share of its capacity (``utilisation``; None where the capacity is unknown)."""
-    out = []
-    for i, a in enumerate(after):
-        b = before[i] if before else {}
-        d = {k: (v - b.get(k, 0) if k != "server" else v) for k, v in a.items()}
-        tx = 8 * d["tx_bytes"] / wall_s if wall_s > 0 else 0.0
-        rx = 8 * d["rx_bytes"] / wall_s if wall_s > 0 else 0.0
-        cap = capacity_bps[i] if i < len(capacity_bps) else None
-        d.update(tx_bps=tx, rx_bps=rx, capacity_bps=cap,
-                 utilisation=max(tx, rx) / cap if cap else None)
-        out.append(d)
-    return out
-
-
-def agent_measurements(fab) -> dict:
+def agent_measurements(fab) -> dict[str, AgentMeasurements]:
     """Each agent's totals, NFQUEUE counters and fidelity summary, as the report reads
-    them; a dead agent as ``{"dead": exit code}``."""
+    them; a dead agent by its exit code, a lost one by why."""
     out = {}
     for sw in fab.switches:
         if sw.agent_proc is None:
             continue
         if sw.agent_proc.poll() is not None:
-            out[sw.name] = {"dead": sw.agent_proc.returncode}
+            out[sw.name] = AgentMeasurements(dead=sw.agent_proc.returncode)
             continue
         try:
             s = fab.agent(sw.name, {"cmd": "stats"})
         except (OSError, RuntimeError) as e:     # its server no longer answers (NodeLost)
-            out[sw.name] = {"lost": str(e)}
+            out[sw.name] = AgentMeasurements(lost=str(e))
             continue
-        out[sw.name] = {"counters": s["counters"]["total"], "nfqueue": s["nfqueue"],
-                        "fidelity": s.get("fidelity", {})}
+        out[sw.name] = AgentMeasurements(counters=s["counters"]["total"],
+                                         nfqueue=s["nfqueue"],
+                                         fidelity=s.get("fidelity", {}))
     return out
 
 
@@ -138,7 +124,7 @@ def casualties(fab, procs: HostProcesses | None) -> list[str]:
 
 
 def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
-            pcap: list[str] = (), repeat: int = 1) -> dict:
+            pcap: list[str] = (), repeat: int = 1) -> Measurements:
     """One (scheme, seed) run into ``rundir``; returns the live measurements. ``pcap``:
     capture points (hosts, switch ports: ``emulator.launch.capture``), each captured from
     before the job starts until it ended. ``repeat``: which run of this seed it is (the
@@ -153,7 +139,9 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
               f"{', '.join(removed) or 'nothing left on the machine'} and its files",
               file=sys.stderr)
     folder.write_manifest(plan, spec.raw, spec.path, repeat=repeat)
-    meas = {"timed_out": False, "host_exit": {}}
+    t_start = timed_out_in = setup_error = underlay_unread = underlay = None
+    timed_out = False
+    broken: list[str] = []                  # what died or failed: the run cannot be right
     cpu = CpuMeter()
     servers: dict[str, CpuMeter] = {}       # each ssh-reached server's own CPU
     underlay0 = None                        # the servers' underlay counters at t = 0
@@ -171,10 +159,9 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
                 t0 = procs.go()
                 started = True
             except RuntimeError as e:          # a host died or hung in set-up: say so
-                meas.update(timed_out="not ready" in str(e), timed_out_in="set-up",
-                            setup_error=str(e))
+                timed_out, timed_out_in, setup_error = "not ready" in str(e), "set-up", str(e)
             if started:
-                meas["t_start"] = t0           # t = 0 of every job's start_s
+                t_start = t0                   # t = 0 of every job's start_s
                 servers = server_meters(fab)
                 # a server lost from here on is the loop's to report (its nodes died):
                 # what cannot be read of it now is only left unmeasured
@@ -182,7 +169,7 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
                     try:
                         underlay0 = fab.overlay.counters()
                     except SERVER_SILENT as e:
-                        meas["underlay_unread"] = str(e)
+                        underlay_unread = str(e)
                 cpu.start()                    # the run itself, not the set-up
                 for m in servers.values():
                     try:
@@ -192,49 +179,53 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
                 t_begin = time.monotonic()
 
                 def tick():
-                    broken = casualties(fab, procs)
-                    if not broken:
+                    found = casualties(fab, procs)
+                    if not found:
                         try:
                             engine.due(time.monotonic() - t0)
                         except Exception as e:   # e.g. an agent that stopped answering
-                            broken = [f"a perturbation could not be applied: {e}"]
-                    if broken:                 # stop at once: the run cannot be right
-                        meas["broken"] = broken
+                            found = [f"a perturbation could not be applied: {e}"]
+                    if found:                  # stop at once: the run cannot be right
+                        broken.extend(found)
                         return False
                     if progress is not None:
                         progress(*procs.progress, time.monotonic() - t_begin)
                     return True
                 if not procs.wait(t0 + plan.timeout_s + SETTLE_S, tick,
-                                  step_s=lambda: _step(engine, t0)) and "broken" not in meas:
-                    meas.update(timed_out=True, timed_out_in="run")
+                                  step_s=lambda: _step(engine, t0)) and not broken:
+                    timed_out, timed_out_in = True, "run"
         finally:
-            meas["host_exit"] = procs.stop()
-            meas["captures"] = [os.path.basename(p) for p in caps.stop()]
-            meas["perturbation_effects"] = engine.effects()
+            host_exit = procs.stop()
+            captures = [os.path.basename(p) for p in caps.stop()]
+            effects = engine.effects()
             engine.close()
-        meas["perturbations"] = engine.log
-        meas["cpu_busy"] = cpu.stop() if started else None
-        meas["cpu_steal"] = cpu.steal if started else None
-        if servers:
-            meas["cpu_busy_servers"] = {name: _busy(m) for name, m in servers.items()}
-        meas["wall_s"] = time.monotonic() - t_begin
-        meas["agents"] = agent_measurements(fab)
-        meas["rank_summaries"] = procs.summaries
-        meas["clocks"] = procs.clocks            # each process's clock, probed before t = 0
-        if fab.overlay is not None and "underlay_unread" not in meas:
+        cpu_busy = cpu.stop() if started else None
+        cpu_steal = cpu.steal if started else None
+        busy_servers = {name: _busy(m) for name, m in servers.items()} if servers else None
+        wall_s = time.monotonic() - t_begin
+        agents = agent_measurements(fab)
+        if fab.overlay is not None and underlay_unread is None:
             ov = fab.overlay                 # what crossed between servers, while it ran
             try:
-                meas["underlay"] = underlay_use(underlay0, ov.counters(), meas["wall_s"],
-                                                [ov.capacity_bps(i) for i in range(ov.n)])
+                underlay = underlay_use(underlay0, ov.counters(), wall_s,
+                                        [ov.capacity_bps(i) for i in range(ov.n)])
             except SERVER_SILENT as e:
-                meas["underlay_unread"] = str(e)     # a server no longer answers
-    if "broken" not in meas:                 # an agent whose server no longer answered
-        lost = [f"{name}: {a['lost']}" for name, a in meas["agents"].items() if "lost" in a]
-        if lost:
-            meas["broken"] = lost
-    if "broken" not in meas and any("dead" in a for a in meas["agents"].values()):
-        meas["broken"] = casualties(fab, None)     # an agent that died at the very end
-    meas["teardown_leftovers"] = fab.leftovers
+                underlay_unread = str(e)     # a server no longer answers
+    if not broken:                           # an agent whose server no longer answered
+        broken = [f"{name}: {a.lost}" for name, a in agents.items() if a.lost is not None]
+    if not broken and any(a.dead is not None for a in agents.values()):
+        broken = casualties(fab, None)       # an agent that died at the very end
+    meas = Measurements(
+        t_start=t_start, timed_out=timed_out, timed_out_in=timed_out_in,
+        setup_error=setup_error, broken=broken, host_exit=host_exit,
+        rank_summaries={h: decode(s) for h, s in procs.summaries.items()}, agents=agents,
+        perturbations=[PerturbationFired.from_dict(e) for e in engine.log],
+        perturbation_effects=effects, captures=captures, cpu_busy=cpu_busy,
+        cpu_steal=cpu_steal, cpu_busy_servers=busy_servers,
+        # each process's clock, probed before t = 0
+        clocks=[ClockCheck.from_dict(c) for c in procs.clocks],
+        underlay=underlay, underlay_unread=underlay_unread,
+        teardown_leftovers=fab.leftovers, wall_s=wall_s)
     folder.write_measurements(meas)
     return meas
 

@@ -16,6 +16,7 @@ import shutil
 import tarfile
 import tempfile
 
+from emulator.measurements import SimStats
 from emulator.rundir import git_revision
 from emulator.sim.run import SimError, run_sim
 
@@ -38,14 +39,14 @@ def run_many(tasks: list, jobs: int = 1, address: str | None = None) -> None:
             _say(running[fut], fut.result())
 
 
-def _say(name: str, m: dict) -> None:
-    print(f"{name}: simulated {m['end_s']:.2f} s in {m['wall_s']:.1f} s "
-          f"({m['data_packets']} data packets)", flush=True)
+def _say(name: str, m: SimStats) -> None:
+    print(f"{name}: simulated {m.end_s:.2f} s in {m.wall_s:.1f} s "
+          f"({m.data_packets} data packets)", flush=True)
 
 
-def _one(task) -> dict:
+def _one(task) -> SimStats:
     _, spec, scheme, seed, rundir, paths, repeat = task
-    return run_sim(spec, scheme, seed, rundir, paths, repeat=repeat)["sim"]
+    return run_sim(spec, scheme, seed, rundir, paths, repeat=repeat).sim
 
 
 CONNECT_TIMEOUT_S = 10
@@ -85,7 +86,7 @@ def _on_dask(tasks: list, address: str) -> None:
         client.close()
 
 
-def _packed(task, revision: str) -> tuple[dict, bytes, str]:
+def _packed(task, revision: str) -> tuple[SimStats, bytes, str]:
     """On a worker: the run, simulated into a folder of the worker's own, packed."""
     import platform
     mine = git_revision()
@@ -95,7 +96,7 @@ def _packed(task, revision: str) -> tuple[dict, bytes, str]:
     name, spec, scheme, seed, _, paths, repeat = task
     with tempfile.TemporaryDirectory(prefix="symphony-sim-") as tmp:
         rundir = os.path.join(tmp, "run")
-        m = run_sim(spec, scheme, seed, rundir, paths, repeat=repeat)["sim"]
+        m = run_sim(spec, scheme, seed, rundir, paths, repeat=repeat).sim
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
             tar.add(rundir, arcname=".")

@@ -31,13 +31,13 @@ from functools import partial
 
 from emulator import plan as planning
 from emulator.model.from_plan import model_inputs
+from emulator.measurements import AgentMeasurements, Measurements, SimStats
 from emulator.model.simulate import ecmp_choice, salt_of
 from emulator.rundir import RunFolder
 from emulator.sim.network import Loop, Network, SimNic
 from hosts.host import MessageHost
 from hosts.rank import RankHost
 from runtime import wire
-from runtime.records import encode
 from runtime.telemetry import Telemetry
 from switch_agent.pipeline import Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
@@ -77,7 +77,7 @@ def by_sport(plan, paths: dict) -> dict:
 
 
 def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None,
-            host_delay_s: float | None = None, repeat: int = 1) -> dict:
+            host_delay_s: float | None = None, repeat: int = 1) -> Measurements:
     """Simulate one (scheme, seed) run of ``spec`` into ``rundir``; returns its
     measurements. ``paths``: {(src_ip, dst_ip, sport): node path} to follow instead of
     the ECMP hash (``emulator.analysis.split.twin_paths``: an emulated run's).
@@ -93,7 +93,7 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
 
 
 def simulate_plan(plan, spec_raw: dict, spec_path: str | None, rundir: str,
-                  paths: dict | None, host_delay_s: float, repeat: int = 1) -> dict:
+                  paths: dict | None, host_delay_s: float, repeat: int = 1) -> Measurements:
     """Simulate a compiled plan (of the spec ``spec_raw``, read from ``spec_path``) into
     ``rundir`` (:func:`run_sim`; a twin gives its run's own plan)."""
     seed = plan.seed
@@ -174,16 +174,17 @@ def simulate_plan(plan, spec_raw: dict, spec_path: str | None, rundir: str,
         tele.write(net.pipelines[sw].flow_ports_record(sw))
         tele.close()
     data = sum(n.counters["data_tx"] for n in net.nics.values())
-    meas = {"backend": "sim", "t_start": 0.0, "timed_out": not finished, "host_exit": {},
-            "rank_summaries": {n: encode(h.summary(not finished, {})) for n, h in hosts.items()},
-            "agents": {sw: {"counters": p.totals()["total"]}
-                       for sw, p in net.pipelines.items()},
-            "sim": {"end_s": loop.now, "events": loop.events, "data_packets": data,
-                    "port_drops": net.port_drops(), "no_route_drops": net.no_route,
-                    "drops_by_port": {port.name: port.drops for port in net.ports.values()
-                                      if port.drops},
-                    "background_rx": net.background_rx, "wall_s": wall, "cpu_s": cpu,
-                    "cpu_us_per_data_packet": cpu / data * 1e6 if data else None},
-            "host_delay_s": host_delay_s, "not_modelled": list(NOT_MODELLED), "wall_s": wall}
+    meas = Measurements(
+        backend="sim", t_start=0.0, timed_out=not finished,
+        rank_summaries={n: h.summary(not finished, {}) for n, h in hosts.items()},
+        agents={sw: AgentMeasurements(counters=p.totals()["total"])
+                for sw, p in net.pipelines.items()},
+        sim=SimStats(end_s=loop.now, events=loop.events, data_packets=data,
+                     port_drops=net.port_drops(), no_route_drops=net.no_route,
+                     drops_by_port={port.name: port.drops for port in net.ports.values()
+                                    if port.drops},
+                     background_rx=net.background_rx, wall_s=wall, cpu_s=cpu,
+                     cpu_us_per_data_packet=cpu / data * 1e6 if data else None),
+        host_delay_s=host_delay_s, not_modelled=list(NOT_MODELLED), wall_s=wall)
     folder.write_measurements(meas)
     return meas
