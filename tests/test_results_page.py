@@ -71,12 +71,27 @@ def test_the_same_data_draw_the_same_plot(tmp_path):
     assert not (tmp_path / "c.svg").exists()
 
 
-def test_an_emulated_run_stands_beside_its_twin():
+def test_a_twin_is_analysed_as_its_run_is(tmp_path):
+    """A training job computes before its first all-reduce: its JCT counts that time, the
+    span of its collectives does not; the twin's row must mean what the run's does."""
+    from emulator.analysis import report
     from emulator.launch.sweep import _twin
-    run = {"split": {"twin": "simulated", "jobs": [
-        {"sim_jct_s": 10.0, "collectives": [{"sim_s": 2.0}, {"sim_s": 4.0}, {"sim_s": 3.0}]}]}}
-    assert _twin(run) == {"twin_median_cct_s": 3.0, "twin_jct_s": 10.0}
+    from emulator.sim.run import run_sim
+    from emulator.spec import load
+    spec = load(os.path.join(rp.RUNS, "fig6.toml"), ["jobs.0.iterations=1"])
+    run_sim(spec, "baseline", 1, str(tmp_path / "twin"), host_delay_s=0.0)
+    job = report.analyze_run(str(tmp_path / "twin"), twin=False)["jobs"][0]
+    got = _twin({"rundir": str(tmp_path), "split": {"twin": "simulated"}})
+    ccts = sorted(c["cct_s"] for c in job["collectives"])
+    assert got == {"twin_median_cct_s": pytest.approx(ccts[len(ccts) // 2]) if len(ccts) % 2
+                   else pytest.approx((ccts[len(ccts) // 2 - 1] + ccts[len(ccts) // 2]) / 2),
+                   "twin_jct_s": job["jct_s"]}
+    first = min(c["start_s"] for c in job["collectives"])
+    assert first > 0.1 * got["twin_jct_s"]           # the compute before it is in the JCT
     assert _twin({"split": {"twin": "not run"}}) == {} and _twin({}) == {}
+
+
+def test_an_emulated_run_stands_beside_its_twin():
     row = {"backend": "emulation", "faithful": "True", "scheme": "baseline",
            "median_cct_s": "3.3", "twin_median_cct_s": "3.0", "jct_s": "9.0",
            "twin_jct_s": "10.0"}

@@ -20,6 +20,7 @@ import numpy as np
 
 from emulator.analysis import report
 from emulator.analysis.evidence import print_evidence
+from emulator.analysis.split import TWIN
 from emulator.launch import runner
 from emulator.rundir import RunFolder, run_folders
 from emulator.spec import load, variants
@@ -123,10 +124,7 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
         for r in summary["runs"]:
             row = {"point": label, "scheme": r["scheme"], "seed": r["seed"],
                    "faithful": r["fidelity"]["faithful"]}
-            ccts = [c["cct_s"] for j in r["jobs"] for c in j["collectives"] if c["cct_s"]]
-            jcts = [j["jct_s"] for j in r["jobs"] if j["jct_s"]]
-            row["median_cct_s"] = float(np.median(ccts)) if ccts else None
-            row["jct_s"] = float(np.median(jcts)) if jcts else None
+            row.update(_times(r))
             row["max_step_overlap"] = max((j["max_step_overlap"] for j in r["jobs"]), default=None)
             # the longest of the jobs' last-step spans (Fig 7b's tail)
             row["last_step_span_s"] = max((j["last_step_span_s"] for j in r["jobs"]),
@@ -153,16 +151,24 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
     return rows
 
 
+def _times(r: dict) -> dict:
+    """A run's median CCT and its jobs' median JCT (``report.analyze_run``'s)."""
+    ccts = [c["cct_s"] for j in r["jobs"] for c in j["collectives"] if c["cct_s"]]
+    jcts = [j["jct_s"] for j in r["jobs"] if j["jct_s"]]
+    return {"median_cct_s": float(np.median(ccts)) if ccts else None,
+            "jct_s": float(np.median(jcts)) if jcts else None}
+
+
 def _twin(r: dict) -> dict:
-    """An emulated run's twin (the same code simulated on its recorded paths, ``report``'s
-    split): its median CCT and JCT, as the row has the run's own; {} without a twin."""
-    sp = r.get("split") or {}
-    if sp.get("twin") != "simulated":
+    """An emulated run's twin (the same code simulated on its recorded paths, made by
+    ``report``'s split in ``<run>/twin/``), analysed as the run is, so that its median
+    CCT and JCT mean what the row's own do; {} without a twin. (The split's job time is
+    the span of the job's collectives; a JCT counts from the job's start, the compute
+    before a training job's first all-reduce included.)"""
+    if (r.get("split") or {}).get("twin") != "simulated":
         return {}
-    ccts = [c["sim_s"] for j in sp["jobs"] for c in j["collectives"] if c.get("sim_s")]
-    jcts = [j["sim_jct_s"] for j in sp["jobs"] if j.get("sim_jct_s")]
-    return {"twin_median_cct_s": float(np.median(ccts)) if ccts else None,
-            "twin_jct_s": float(np.median(jcts)) if jcts else None}
+    t = _times(report.analyze_run(os.path.join(r["rundir"], TWIN), twin=False))
+    return {"twin_median_cct_s": t["median_cct_s"], "twin_jct_s": t["jct_s"]}
 
 
 def write_table(out: str, rows: list[dict]) -> None:
