@@ -237,6 +237,8 @@ def _claim_cell(claims) -> str:
     if not claims:
         return "-"
     c = claims[0]
+    if c.value is None:
+        return "in words (below)"                # a claim the paper makes in words only
     return f"{c.value:+g} %" if c.unit == "%" else f"{c.value:g} {c.unit}"
 
 
