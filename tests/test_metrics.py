@@ -260,6 +260,16 @@ def test_throughput_window_clips_flows_outside_it():
     assert v == pytest.approx([4000.0, 4000.0])
 
 
+def test_mean_throughput_counts_each_flows_bits_pro_rata_inside_the_window():
+    # 1000 B over [0, 2] s (4000 bit/s) and 1000 B over [1, 1.5] s (16000 bit/s), window
+    # [1, 2]: 4000 bit of the first, all 8000 of the second, over 1 s
+    flows = [flow(0, 0.0, 2.0), flow(1, 1.0, 1.5, job=2)]
+    assert metrics.mean_throughput(flows, 1.0, 2.0) == pytest.approx(12000.0)
+    assert metrics.mean_throughput(flows, 3.0, 4.0) == 0.0          # nothing in flight
+    assert metrics.mean_throughput(flows, 2.0, 2.0) is None         # an empty window
+    assert metrics.mean_throughput([flow(0, 1.0, 1.0)], 0.0, 2.0) == 0.0
+
+
 def test_throughput_ignores_zero_length_flows_and_is_empty_without_flows():
     t, v = metrics.throughput_timeline([flow(0, 1.0, 1.0), flow(1, 0.0, 1.0)], job=1,
                                        bin_s=0.5)

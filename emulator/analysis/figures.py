@@ -37,10 +37,11 @@ from emulator.analysis.stats import paired
 DEFAULT_POINT = "default"      # a sweep's one point when its spec has no [[variants]]
 BACKENDS = (("fluid", "model"), ("sim", "simulation"), ("emulation", "emulation"))
 COLUMN = {"cct": "median_cct_s", "jct": "jct_s", "max_overlap": "max_step_overlap",
-          "last_step_span": "last_step_span_s"}
+          "last_step_span": "last_step_span_s", "throughput": "together_throughput_bps"}
 WORDS = {"cct": "median CCT (s, emulated scale)", "jct": "JCT (s, emulated scale)",
          "max_overlap": "max step overlap",
-         "last_step_span": "last step's span (s, emulated scale; the run's longest of its jobs)"}
+         "last_step_span": "last step's span (s, emulated scale; the run's longest of its jobs)",
+         "throughput": "the jobs' aggregate throughput while all run (bit/s, emulated scale)"}
 FLOW_COLUMN = re.compile(r"fct_step(\d+)_s")    # a flow's completion time per step
 READING_LINES = 10        # a figure's hand-written reading, at most
 JOURNAL = "827c2ab"       # the last revision with the dated journal this page replaced

@@ -11,7 +11,9 @@ A *flow* here is one step's transfer between two ranks, joined from the sender's
 * Step completion rate: 1 / (T_s - T_{s-1}), T_s = the time the last flow of step s
   completed, normalized by the ideal 1 / (chunk time at link rate).
 * Last-step span: completion of the slowest minus the fastest flow of the final step.
-* Throughput timeline: each flow's bytes spread evenly over its active interval, binned.
+* Throughput timeline: each flow's bytes spread evenly over its active interval, binned;
+  the jobs' aggregate throughput while all of them run: the same bits over that window
+  (paper Fig 7a).
 * algbw = bytes per rank / CCT; busbw = algbw x 2(N-1)/N (all-reduce) or (N-1)/N
   (reduce-scatter, all-gather), as nccl-tests reports them.
 """
@@ -151,6 +153,20 @@ def throughput_timeline(flows: list[Transfer], job: int | None, bin_s: float,
         hi = np.clip(edges[1:], a, b)
         out += rate * (hi - lo)
     return edges[:-1], out / bin_s
+
+
+def mean_throughput(flows: list[Transfer], t0: float, t1: float) -> float | None:
+    """Bit/s the flows delivered in [t0, t1], each flow's bytes spread evenly over its
+    active interval (as :func:`throughput_timeline`); None for an empty window."""
+    if not t1 > t0:
+        return None
+    bits = 0.0
+    for f in flows:
+        if f.t_end > f.t_start:
+            seen = min(f.t_end, t1) - max(f.t_start, t0)
+            if seen > 0:
+                bits += f.bytes * 8 * seen / (f.t_end - f.t_start)
+    return bits / (t1 - t0)
 
 
 def bandwidths(nbytes: int, cct_s: float, bus_factor: float) -> tuple[float, float]:

@@ -8,6 +8,7 @@ the fact. ``summary.json`` (read by tests outside this repository)::
                "jobs": [{"job", "jct_s", "max_step_overlap", "last_step_span_s",
                          "collectives": [{"pass", "nbytes", "cct_s", "theoretical_cct_s",
                                           "cct_ratio", "verified", "algbw_bps", "busbw_bps"}]}],
+               "together_throughput_bps",   # several jobs: bit/s while all run
                "transport": {"packets", "retransmits", "timeouts", "naks", "cnps"},
                "fidelity": {"faithful", "reasons", "cpu_busy", "nfqueue_drops",
                             "pacing_mean_late_s", ...}}],
@@ -44,6 +45,7 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
     # records are on the coordinator's monotonic clock, whose t = 0 is meas.t_start)
     t0 = meas.t_start if meas.t_start is not None else 0.0
     jobs_out = []
+    spans = []              # each job's (start, end) from t = 0, when it completed
     ratios = []
     floors = []             # CCT over the fastest the shaped links allow (burst included)
     wrong = []
@@ -80,10 +82,16 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
                      else min((c["start_s"] for c in done), default=None))
         jct = (max(c["start_s"] + c["cct_s"] for c in done) - job_start
                if done and len(done) == len(cs) else None)
+        if jct is not None:
+            spans.append((job_start, job_start + jct))
         jobs_out.append({"job": lay.job, "algorithm": lay.algorithm, "ranks": len(lay.hosts),
                          "nbytes": lay.nbytes, "collectives": cs, "jct_s": jct,
                          "max_step_overlap": metrics.max_overlap(flows, lay.job),
                          "last_step_span_s": metrics.last_step_span(flows, lay.job)})
+    # several jobs: their aggregate throughput while all of them run (Fig 7a)
+    together = (metrics.mean_throughput(flows, t0 + max(a for a, _ in spans),
+                                        t0 + min(b for _, b in spans))
+                if len(spans) > 1 and len(spans) == len(lays) else None)
     messages = []
     expected = sum(len(c.sends) for c in plan.hosts.values())     # plain messages
     if expected:
@@ -115,7 +123,8 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
     backend = man.get("backend", "emulation")
     out = {"scheme": man["scheme"], "seed": man["seed"], "repeat": man.get("repeat", 1),
            "rundir": rundir,
-           "backend": backend, "order": sorted({lay.order for lay in lays}), "jobs": jobs_out, "transport": transport, "fidelity": fid}
+           "backend": backend, "order": sorted({lay.order for lay in lays}), "jobs": jobs_out,
+           "together_throughput_bps": together, "transport": transport, "fidelity": fid}
     if backend == "emulation" and (jobs_out or messages) and run.done:
         out["split"] = split.replay(run, twin)
         verdict.judge_emulation_error(fid, (out["split"] or {}).get("emulation_error_x"))

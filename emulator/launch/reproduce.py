@@ -35,8 +35,8 @@ SEEDS = {"fluid": 200, "sim": 20, "emulation": 3}
 MORE_SEEDS = {"sim": {"fig4": 50, "fig5": 50},
               "emulation": {"fig4": 5, "fig5": 5, "table1-paper": 5}}
 COLUMNS = ("figure", "variant", "backend", "scheme", "seed", "git_revision", "faithful",
-           "median_cct_s", "jct_s", "max_step_overlap", "last_step_span_s", "flow_overlap_s",
-           "wall_s",
+           "median_cct_s", "jct_s", "max_step_overlap", "last_step_span_s",
+           "together_throughput_bps", "flow_overlap_s", "wall_s",
            "twin_median_cct_s", "twin_jct_s")    # an emulated run's simulated twin's
 # (then a column per message's flow time, ``fct_step<k>_s``, where a figure has them)
 

@@ -129,6 +129,7 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
             # the longest of the jobs' last-step spans (Fig 7b's tail)
             row["last_step_span_s"] = max((j["last_step_span_s"] for j in r["jobs"]),
                                           default=None)
+            row["together_throughput_bps"] = r.get("together_throughput_bps")  # Fig 7a
             for m in r.get("messages", []):
                 row[f"fct_step{m['step']}_s"] = m["fct_s"]
             if "overlap_s" in r:
