@@ -1,7 +1,7 @@
 """Tests for the congestion-control seam (hosts/cc): the registry, CcConfig across the
 runner -> host JSON boundary, the line-rate ablation, scaling, and the NIC picking its
 per-flow controller from the config. The DCQCN rate machines are tested in
-test_dcqcn.py."""
+test_dcqcn_paper.py, test_dcqcn_mlx.py and test_dcqcn_params.py."""
 
 import json
 import os

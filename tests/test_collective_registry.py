@@ -9,7 +9,7 @@ from hosts.collectives import (ALGORITHMS, Collective, HalvingDoublingAllReduce,
                                Step, collective, grid_of, simulate)
 from hosts.collectives.base import Piece
 from hosts.collectives.expected import Expected, expected_result
-from tests.test_collectives import assert_steps_consistent, elementwise_sum, random_inputs
+from tests.collectives_util import assert_steps_consistent, elementwise_sum, random_inputs
 
 HD = "halving_doubling_allreduce"
 POWERS = (2, 4, 8, 16)

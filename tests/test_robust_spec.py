@@ -3,7 +3,7 @@ regular UTF-8 file of at most 1 MiB read without hanging on FIFOs or devices, th
 path component; each rejected with one line naming the file, the key, the value and what
 is allowed. And the warnings of specs that are valid but cannot do what they say.
 
-The bad specs start from ``tests.test_spec.BASE`` (2 leaves x 2 hosts, one ring
+The bad specs start from ``tests.spec_util.BASE`` (2 leaves x 2 hosts, one ring
 all-reduce, D = 1000, timeout 600 s) and break one thing. ``BAD`` and ``FILE_CASES`` are
 plain data so that ``/work/logs``-style scripts can replay them against any version.
 """
@@ -19,7 +19,7 @@ import pytest
 from emulator.spec import load
 from emulator.speccheck import SpecError
 from emulator.plan.timing import warnings
-from tests.test_spec import BASE, spec_with
+from tests.spec_util import BASE, spec_with
 from tests.toml_util import assert_spec_error, to_toml
 
 INF, NAN = math.inf, math.nan

@@ -1,77 +1,18 @@
-"""Unit tests for hosts/collectives/: ring schedules (the Symphony paper, §2.1), pure, no root.
-
-Conventions used below: with ``nbytes = 4 * N`` and ``align = 4`` chunk ``i`` of an
-N-rank ring is the byte range ``(4 * i, 4)``, so a step's chunk index is
-``send_range[0] // 4``. Peers are global rank ids: ``rings[step.ring][step.send_to]``.
-"""
-
-import random
+"""Unit tests for hosts/collectives/: chunk_ranges, schedules by hand, step counts, registry."""
 
 import pytest
 
-from hosts.collectives import (ALGORITHMS, Schedule, Step, chunk_ranges, collective, grid_of,
-                               ring2d_all_reduce, ring_all_gather, ring_all_reduce,
-                               ring_reduce_scatter, simulate)
-
-RING_SIZES = (2, 3, 4, 5, 8)
-GRIDS = ((2, 2), (4, 2), (2, 4), (8, 4))          # (rows, columns)
-
-
-# --- helpers ---------------------------------------------------------------------------
-
-def peer_to(sch: Schedule, st: Step) -> int:
-    return sch.rings[st.ring][st.send_to]
-
-
-def peer_from(sch: Schedule, st: Step) -> int:
-    return sch.rings[st.ring][st.recv_from]
+from hosts.collectives import (
+    ALGORITHMS, Schedule, chunk_ranges, collective, grid_of, ring2d_all_reduce,
+    ring_all_gather, ring_all_reduce, ring_reduce_scatter,
+)
+from tests.collectives_util import GRIDS, RING_SIZES, make_grid, peer_from, peer_to, rail_rings
 
 
 def chunk_table(sch: Schedule, chunk_bytes: int = 4):
     """(step, send chunk, recv chunk, send-to rank, recv-from rank, op) per step."""
     return [(st.step, st.send_range[0] // chunk_bytes, st.recv_range[0] // chunk_bytes,
              peer_to(sch, st), peer_from(sch, st), st.op) for st in sch.steps]
-
-
-def make_grid(rows: int, cols: int) -> list[list[int]]:
-    return [[r * cols + c for c in range(cols)] for r in range(rows)]
-
-
-def rail_rings(n_rails: int = 4, per_rail: int = 4) -> list[list[int]]:
-    """Ring r = ranks {r, r + n_rails, r + 2 n_rails, ...} (the Symphony paper's Fig 1a)."""
-    return [[r + n_rails * i for i in range(per_rail)] for r in range(n_rails)]
-
-
-def random_inputs(ranks, length: int, seed: int) -> dict[int, list[int]]:
-    rng = random.Random(seed)
-    return {r: [rng.randint(-1000, 1000) for _ in range(length)] for r in ranks}
-
-
-def elementwise_sum(bufs) -> list[int]:
-    return [sum(col) for col in zip(*bufs)]
-
-
-def assert_steps_consistent(schedules: dict[int, Schedule]) -> None:
-    """At every step, what a rank sends is exactly what its receiver expects from it."""
-    n_steps_all = {len(s.steps) for s in schedules.values()}
-    assert len(n_steps_all) == 1, f"ranks disagree on the number of steps: {n_steps_all}"
-    for i in range(n_steps_all.pop()):
-        receivers = []
-        for r, sch in schedules.items():
-            st = sch.steps[i]
-            assert st.step == i
-            dst = peer_to(sch, st)
-            assert dst != r, f"rank {r} sends to itself at step {i}"
-            rst = schedules[dst].steps[i]
-            assert peer_from(schedules[dst], rst) == r, \
-                f"step {i}: rank {r} sends to {dst}, but {dst} receives from " \
-                f"{peer_from(schedules[dst], rst)}"
-            assert rst.recv_range == st.send_range, \
-                f"step {i}: rank {r} sends {st.send_range}, rank {dst} expects {rst.recv_range}"
-            assert rst.ring == st.ring
-            receivers.append(dst)
-        assert sorted(receivers) == sorted(schedules), \
-            f"step {i}: every rank must receive exactly once, got {sorted(receivers)}"
 
 
 # --- chunk_ranges ----------------------------------------------------------------------
@@ -307,143 +248,6 @@ def test_n_steps_examples():
     assert ALGORITHMS["ring_reducescatter"].n_steps(tuple(range(8))) == 7
     assert ALGORITHMS["ring_allgather"].n_steps(tuple(range(2))) == 1
     assert ALGORITHMS["ring2d_allreduce"].n_steps(grid_of(8, 4)) == 20
-
-
-# --- consistency across ranks ----------------------------------------------------------
-
-@pytest.mark.parametrize("n", RING_SIZES)
-@pytest.mark.parametrize("builder", [ring_all_reduce, ring_reduce_scatter, ring_all_gather])
-def test_1d_sender_send_range_equals_receiver_recv_range_every_step(n, builder):
-    ring = list(range(n))
-    schedules = {r: builder(ring, r, 4 * n + 6) for r in ring}     # uneven last chunk too
-    assert_steps_consistent(schedules)
-
-
-@pytest.mark.parametrize("n", RING_SIZES)
-def test_1d_peers_are_ring_successor_and_predecessor(n):
-    ring = [10 + 3 * i for i in range(n)]              # arbitrary global ids
-    for p, r in enumerate(ring):
-        sch = ring_all_reduce(ring, r, 4 * n)
-        for st in sch.steps:
-            assert peer_to(sch, st) == ring[(p + 1) % n]
-            assert peer_from(sch, st) == ring[(p - 1) % n]
-
-
-def test_rail_rings_are_independent_and_consistent():
-    schedules = {r: ring_all_reduce(ring, r, 64) for ring in rail_rings() for r in ring}
-    assert sorted(schedules) == list(range(16))
-    assert_steps_consistent(schedules)
-    for r, sch in schedules.items():
-        for st in sch.steps:
-            assert peer_to(sch, st) % 4 == r % 4 and peer_from(sch, st) % 4 == r % 4
-
-
-@pytest.mark.parametrize("rows,cols", GRIDS)
-def test_ring2d_sender_send_range_equals_receiver_recv_range_every_step(rows, cols):
-    grid = make_grid(rows, cols)
-    schedules = {r: ring2d_all_reduce(grid, r, 4 * rows * cols * 2)
-                 for r in range(rows * cols)}
-    assert_steps_consistent(schedules)
-
-
-@pytest.mark.parametrize("rows,cols", GRIDS)
-def test_ring2d_row_steps_stay_in_row_and_column_steps_stay_in_column(rows, cols):
-    grid = make_grid(rows, cols)
-    for r in range(rows * cols):
-        sch = ring2d_all_reduce(grid, r, 4 * rows * cols)
-        for st in sch.steps:
-            dst, src = peer_to(sch, st), peer_from(sch, st)
-            if st.ring == 0:
-                assert dst // cols == r // cols and src // cols == r // cols
-            else:
-                assert dst % cols == r % cols and src % cols == r % cols
-
-
-# --- simulate: the result is exact ----------------------------------------------------
-
-@pytest.mark.parametrize("n", RING_SIZES)
-@pytest.mark.parametrize("length_extra", [0, 5])
-def test_simulated_all_reduce_gives_exact_sum_on_every_rank(n, length_extra):
-    ring = list(range(n))
-    length = 4 * n * 3 + length_extra
-    schedules = {r: ring_all_reduce(ring, r, length) for r in ring}
-    inputs = random_inputs(ring, length, seed=n)
-    out = simulate(schedules, inputs)
-    expected = elementwise_sum(inputs.values())
-    for r in ring:
-        assert out[r] == expected, f"rank {r} of {n}"
-
-
-@pytest.mark.parametrize("n", RING_SIZES)
-def test_simulated_reduce_scatter_leaves_rank_p_owning_reduced_chunk_p_plus_1(n):
-    ring = list(range(n))
-    length = 4 * n * 2 + 3
-    schedules = {r: ring_reduce_scatter(ring, r, length) for r in ring}
-    inputs = random_inputs(ring, length, seed=100 + n)
-    out = simulate(schedules, inputs)
-    total = elementwise_sum(inputs.values())
-    chunks = chunk_ranges(0, length, n, 4)
-    for p in ring:
-        o, size = chunks[(p + 1) % n]
-        assert out[p][o:o + size] == total[o:o + size], f"rank {p} of {n}"
-
-
-@pytest.mark.parametrize("n", RING_SIZES)
-def test_simulated_all_gather_gives_every_rank_every_owners_chunk(n):
-    ring = list(range(n))
-    length = 4 * n * 2 + 7
-    schedules = {r: ring_all_gather(ring, r, length) for r in ring}
-    inputs = random_inputs(ring, length, seed=200 + n)
-    out = simulate(schedules, inputs)
-    chunks = chunk_ranges(0, length, n, 4)
-    expected = []
-    for owner, (o, size) in enumerate(chunks):
-        expected += inputs[owner][o:o + size]
-    for r in ring:
-        assert out[r] == expected, f"rank {r} of {n}"
-
-
-def test_simulated_rail_rings_sum_within_each_rail_only():
-    rings = rail_rings()
-    length = 40
-    schedules = {r: ring_all_reduce(ring, r, length) for ring in rings for r in ring}
-    inputs = random_inputs(range(16), length, seed=7)
-    out = simulate(schedules, inputs)
-    for ring in rings:
-        expected = elementwise_sum(inputs[r] for r in ring)
-        for r in ring:
-            assert out[r] == expected, f"rank {r} of rail {ring}"
-    assert out[0] != out[1]                    # different rails, different sums
-
-
-@pytest.mark.parametrize("rows,cols", GRIDS)
-@pytest.mark.parametrize("length_extra", [0, 6])
-def test_simulated_ring2d_all_reduce_gives_exact_sum_on_every_rank(rows, cols, length_extra):
-    grid = make_grid(rows, cols)
-    n = rows * cols
-    length = 4 * n * 2 + length_extra
-    schedules = {r: ring2d_all_reduce(grid, r, length) for r in range(n)}
-    inputs = random_inputs(range(n), length, seed=rows * 10 + cols)
-    out = simulate(schedules, inputs)
-    expected = elementwise_sum(inputs.values())
-    for r in range(n):
-        assert out[r] == expected, f"rank {r} of {rows}x{cols}"
-
-
-def test_simulate_does_not_modify_the_inputs():
-    ring = [0, 1, 2]
-    schedules = {r: ring_all_reduce(ring, r, 12) for r in ring}
-    inputs = {r: [r + 1] * 12 for r in ring}
-    before = {r: list(v) for r, v in inputs.items()}
-    out = simulate(schedules, inputs)
-    assert inputs == before
-    assert out[0] == [6] * 12
-
-
-def test_simulate_reports_deadlock_when_a_peer_is_missing():
-    schedules = {0: ring_all_reduce([0, 1], 0, 8)}      # rank 1 never runs
-    with pytest.raises(RuntimeError, match=r"deadlocked at steps \{0: 0\}"):
-        simulate(schedules, {0: [1] * 8})
 
 
 # --- bus factor and the registry's schedules ---------------------------------------------
