@@ -278,3 +278,23 @@ def test_the_trace_draws_overlapping_flows_as_async_slices_perfetto_reads(tmp_pa
                        if (e["pid"], e["tid"]) == (pid, tid))
         for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
             assert b0 >= a1 or b1 <= a1            # disjoint, or nested
+
+
+def test_an_interrupted_run_is_simulated_anew_not_appended_to(tmp_path):
+    """Telemetry files are opened to append: a try that was interrupted must leave nothing
+    the next try's records would join (a twin made again after ^C, say)."""
+    from runtime.records import CollectiveDone
+    spec = load(TABLE1, ["topology.routing=static", "jobs.0.passes=1"])
+    clean, again = str(tmp_path / "clean"), str(tmp_path / "again")
+    run_sim(spec, "baseline", 1, clean)
+    os.makedirs(again)
+    with open(os.path.join(clean, "h0.jsonl")) as f:
+        partial = f.readline()                      # a record of the interrupted try
+    with open(os.path.join(again, "h0.jsonl"), "w") as f:
+        f.write(partial)
+    run_sim(spec, "baseline", 1, again)
+    for kind in (CollectiveDone,):
+        assert len(RunFolder(again).host_records(kind)) == len(RunFolder(clean).host_records(kind))
+    with open(os.path.join(again, "h0.jsonl")) as a, open(os.path.join(clean, "h0.jsonl")) as c:
+        assert len(a.readlines()) == len(c.readlines())
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".sim-")] == []

@@ -24,7 +24,10 @@ port here sends at exactly its rate from an empty queue).
 from __future__ import annotations
 
 import math
+import os
 import random
+import shutil
+import tempfile
 import time
 from dataclasses import replace
 from functools import partial
@@ -95,7 +98,25 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
 def simulate_plan(plan, spec_raw: dict, spec_path: str | None, rundir: str,
                   paths: dict | None, host_delay_s: float, repeat: int = 1) -> Measurements:
     """Simulate a compiled plan (of the spec ``spec_raw``, read from ``spec_path``) into
-    ``rundir`` (:func:`run_sim`; a twin gives its run's own plan)."""
+    ``rundir`` (:func:`run_sim`; a twin gives its run's own plan). The run is written
+    beside it and moved in whole when it ends, so an interrupted try never leaves records
+    that the next try's would be appended to (telemetry files are opened to append)."""
+    parent = os.path.dirname(os.path.abspath(rundir))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".sim-", dir=parent)
+    try:
+        meas = _simulate(plan, spec_raw, spec_path, tmp, paths, host_delay_s, repeat)
+        if os.path.exists(rundir):
+            shutil.rmtree(rundir)                     # an unfinished try of this run
+        os.replace(tmp, rundir)
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+    return meas
+
+
+def _simulate(plan, spec_raw: dict, spec_path: str | None, rundir: str,
+              paths: dict | None, host_delay_s: float, repeat: int) -> Measurements:
     seed = plan.seed
     folder = RunFolder(rundir)
     folder.write_manifest(plan, spec_raw, spec_path, backend="sim", repeat=repeat,
