@@ -99,3 +99,14 @@ def test_an_emulated_run_stands_beside_its_twin():
     table = "\n".join(figures._twin_table([row, flagged, dict(row, backend="sim")]))
     assert "| baseline | 1.100 (1.100-1.100), 1 | 0.900 (0.900-0.900), 1 |" in table
     assert figures._twin_table([dict(row, backend="sim")]) == []
+
+
+def test_a_figure_lists_its_schemes_in_one_order_whatever_order_its_rows_come_in():
+    rows = figures.read(os.path.join(rp.DATA, "fig7ab.csv"))
+    orders = set()
+    for rows_in in (rows, rows[::-1], sorted(rows, key=lambda r: r["backend"])):
+        text = "\n".join(figures._metric_tables("fig7ab", "", rows_in, (), "jct"))
+        orders.add(tuple(re.findall(r"^\| (baseline|symphony|ideal-priority|pq) \|", text,
+                                    re.M)))
+    assert orders == {("baseline", "ideal-priority", "pq", "symphony",
+                       "ideal-priority", "pq", "symphony")}

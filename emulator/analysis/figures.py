@@ -41,7 +41,12 @@ COLUMN = {"cct": "median_cct_s", "jct": "jct_s", "max_overlap": "max_step_overla
 WORDS = {"cct": "median CCT (s, emulated scale)", "jct": "JCT (s, emulated scale)",
          "max_overlap": "max step overlap",
          "last_step_span": "last step's span (s, emulated scale; the run's longest of its jobs)",
-         "throughput": "the jobs' aggregate throughput while all run (bit/s, emulated scale)"}
+         "throughput": "the jobs' aggregate throughput while all run (Mbit/s, emulated scale)"}
+UNIT = {"throughput": 1e-6}    # a column's value -> the unit its words name
+# the order a figure lists its schemes in, whatever order its CSV's rows come in (a
+# backend's rows appended later must not move a row of the page): the model's schemes,
+# then Symphony (only the packet backends run it); any other after these
+SCHEME_ORDER = ("baseline", "ideal-priority", "pq", "symphony")
 FLOW_COLUMN = re.compile(r"fct_step(\d+)_s")    # a flow's completion time per step
 READING_LINES = 10        # a figure's hand-written reading, at most
 JOURNAL = "827c2ab"       # the last revision with the dated journal this page replaced
@@ -260,13 +265,14 @@ def _words(metric: str) -> str:
 
 def _values(rows: list[dict], metric: str) -> dict:
     """scheme -> backend -> seed -> value of ``metric`` (a metric of :data:`COLUMN` or a
-    flow's column), faithful runs only."""
-    col = COLUMN.get(metric, metric)
+    flow's column), faithful runs only; schemes in :data:`SCHEME_ORDER`."""
+    col, unit = COLUMN.get(metric, metric), UNIT.get(metric, 1.0)
     values = defaultdict(lambda: defaultdict(dict))
     for r in rows:
         if r["faithful"] == "True" and r.get(col) not in ("", None):
-            values[r["scheme"]][r["backend"]][int(r["seed"])] = float(r[col])
-    return values
+            values[r["scheme"]][r["backend"]][int(r["seed"])] = float(r[col]) * unit
+    rank = {s: i for i, s in enumerate(SCHEME_ORDER)}
+    return {s: values[s] for s in sorted(values, key=lambda s: rank.get(s, len(rank)))}
 
 
 def plot(fig: str, rows: list[dict], claims, primary: str, path: str) -> bool:
