@@ -47,17 +47,16 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="sim-speed-") as tmp:
         # the same run several times: this machine's hypervisor steals a varying share, so
         # the fastest of a few is the code's speed, the median what a user waits
-        runs = [run_sim(spec, args.scheme, args.seed, os.path.join(tmp, f"sim{i}"))["sim"]
+        runs = [run_sim(spec, args.scheme, args.seed, os.path.join(tmp, f"sim{i}")).sim
                 for i in range(args.repeats)]
-        m = min(runs, key=lambda r: r["cpu_s"])
-        walls = sorted(r["wall_s"] for r in runs)
-        cpus = sorted(r["cpu_s"] for r in runs)
+        m = min(runs, key=lambda r: r.cpu_s)
+        walls = sorted(r.wall_s for r in runs)
+        cpus = sorted(r.cpu_s for r in runs)
         print(f"{spec.name} {args.scheme} seed {args.seed}, simulated ({args.repeats} times):")
-        print(f"  data packets {m['data_packets']}, events {m['events']}, "
-              f"virtual {m['end_s']:.3f} s")
+        print(f"  data packets {m.data_packets}, events {m.events}, virtual {m.end_s:.3f} s")
         print(f"  wall {walls[0]:.2f} s fastest, {statistics.median(walls):.2f} s median; "
-              f"CPU {cpus[0]:.2f} s fastest; {cpus[0] / m['data_packets'] * 1e6:.0f} µs CPU per "
-              f"data packet fastest, {statistics.median(cpus) / m['data_packets'] * 1e6:.0f} "
+              f"CPU {cpus[0]:.2f} s fastest; {cpus[0] / m.data_packets * 1e6:.0f} µs CPU per "
+              f"data packet fastest, {statistics.median(cpus) / m.data_packets * 1e6:.0f} "
               "median")
         prof = cProfile.Profile()
         prof.enable()
