@@ -8,7 +8,8 @@
 Prints, for the simulated run: data packets, events, virtual seconds, wall and CPU
 seconds, CPU µs per data packet (everything: hosts, ACKs, switches, the event loop and
 the verification of every buffer) and where the CPU went (cProfile's top functions, by
-own time). With ``--emulate`` (root) the same seed's emulated run is timed in the same
+own time: run from source, ``SYMPHONY_PURE=1``, for that; compiled, the loop is one call).
+The first line says whether the compiled core ran (runtime/compiled.py). With ``--emulate`` (root) the same seed's emulated run is timed in the same
 sitting, and the ratio of their wall times printed (compare ratios measured in one
 sitting: this machine's speed drifts by tens of per cent between days).
 """
@@ -28,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from emulator.sim.run import run_sim  # noqa: E402
 from emulator.spec import load  # noqa: E402
+from runtime import compiled  # noqa: E402
 from topologies.wiring import REPO_ROOT  # noqa: E402
 
 
@@ -52,18 +54,23 @@ def main(argv=None) -> int:
         m = min(runs, key=lambda r: r.cpu_s)
         walls = sorted(r.wall_s for r in runs)
         cpus = sorted(r.cpu_s for r in runs)
+        print(f"the core: {compiled.status}")
         print(f"{spec.name} {args.scheme} seed {args.seed}, simulated ({args.repeats} times):")
         print(f"  data packets {m.data_packets}, events {m.events}, virtual {m.end_s:.3f} s")
         print(f"  wall {walls[0]:.2f} s fastest, {statistics.median(walls):.2f} s median; "
               f"CPU {cpus[0]:.2f} s fastest; {cpus[0] / m.data_packets * 1e6:.0f} µs CPU per "
               f"data packet fastest, {statistics.median(cpus) / m.data_packets * 1e6:.0f} "
               "median")
-        prof = cProfile.Profile()
-        prof.enable()
-        run_sim(spec, args.scheme, args.seed, os.path.join(tmp, "profiled"))
-        prof.disable()
-        print("where the CPU goes (the same run again, profiled):")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+        if compiled.status == "compiled":
+            print("where the CPU goes: not seen in the compiled core (cProfile sees one call);"
+                  " run with SYMPHONY_PURE=1 for the Python functions")
+        else:
+            prof = cProfile.Profile()
+            prof.enable()
+            run_sim(spec, args.scheme, args.seed, os.path.join(tmp, "profiled"))
+            prof.disable()
+            print("where the CPU goes (the same run again, profiled):")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
         if args.emulate:
             if os.geteuid() != 0:
                 print("--emulate needs root", file=sys.stderr)

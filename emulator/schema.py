@@ -191,13 +191,17 @@ class SymphonySpec:                  # defaults, bounds: the agent's (switch_age
         return scale.time_s(self.t_win_us / 1e6)
 
 
+_NIC_DCQCN = DcqcnParams()           # the NIC's defaults (an instance: a compiled dataclass's
+                                     # class holds no field defaults, runtime/compiled.py)
+
+
 @dataclass(frozen=True)
 class DcqcnSpec:                     # defaults: the NIC's own (hosts.cc.dcqcn)
     variant: str = "paper"
-    min_rate_gbps: float = _num(DcqcnParams.min_rate_bps / 1e9, 1e-4, 1e4,   # Rmin (HPCC's
+    min_rate_gbps: float = _num(_NIC_DCQCN.min_rate_bps / 1e9, 1e-4, 1e4,   # Rmin (HPCC's
                                 " Gb/s")                                     # run.py: 1)
-    clamp_target_rate: bool = DcqcnParams.clamp_target_rate   # mlx: false = HPCC's rule
-    first_cut_at_once: bool = DcqcnParams.first_cut_at_once   # mlx: false = HPCC's rule
+    clamp_target_rate: bool = _NIC_DCQCN.clamp_target_rate   # mlx: false = HPCC's rule
+    first_cut_at_once: bool = _NIC_DCQCN.first_cut_at_once   # mlx: false = HPCC's rule
 
 
 @dataclass(frozen=True)

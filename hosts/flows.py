@@ -7,7 +7,7 @@ ends (``runtime.records.FlowSent``, ``FlowReceived``). Pure: no socket, no clock
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from hosts.cc import CongestionControl
 from hosts.gbn import GbnReceiver, GbnSender
@@ -25,11 +25,12 @@ class SendFlow:
     step: int
     peer: str
     sport: int
-    data: memoryview
+    data: Any                    # the message, a memoryview (Any: a compiled dataclass
+                                 # cannot name memoryview, runtime/compiled.py)
     frames_hdr: tuple            # (pkey, dqpn)
     gbn: GbnSender
     cc: CongestionControl
-    port: object                 # the subclass's handle of the flow's sending port
+    port: Any                    # the subclass's handle of the flow's sending port
     start_s: float
     on_complete: Callable | None
     t_next_s: float = 0.0

@@ -165,15 +165,16 @@ class NicCore:
                 return self.t_nic_s - now
             soonest = None
             chosen = None
+            psn = 0
             n = len(rr)
             pos = self._rr_pos
             for i in range(n):
                 f = rr[(pos + i) % n]
-                psn = f.gbn.next_psn()
-                if psn is None:
+                due = f.gbn.next_psn()
+                if due is None:
                     continue
                 if f.t_next_s <= now:
-                    chosen = f
+                    chosen, psn = f, due
                     self._rr_pos = (pos + i + 1) % n
                     break
                 if soonest is None or f.t_next_s < soonest:
@@ -326,7 +327,7 @@ class NicCore:
         if not self._tx_control(frame, dst):
             self.counters["send_errors"] += 1
 
-    def _on_ack(self, data: bytes, src: str, now: float) -> None:
+    def _on_ack(self, data: memoryview, src: str, now: float) -> None:
         bth = wire.parse_bth(data)
         syndrome, _ = wire.parse_aeth(data)
         f = self.senders.get((src, bth.pkey, bth.dqpn))

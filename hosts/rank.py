@@ -64,7 +64,7 @@ class Collective:
     """One pass of one collective on this rank (event-driven on NIC callbacks): receives
     applied and sends posted as the run's dependency rule says (``StepOrder``)."""
 
-    def __init__(self, nic: Nic, spec: RankConfig, schedule, deps, pass_index: int,
+    def __init__(self, nic, spec: RankConfig, schedule, deps, pass_index: int,
                  telemetry, progress, expected: Expected):
         self.nic, self.spec, self.sch, self.pass_index = nic, spec, schedule, pass_index
         self.tele, self.progress, self.expected = telemetry, progress, expected
@@ -77,8 +77,8 @@ class Collective:
         self.step_delay_s = spec.step_delay_s               # a straggler's compute time
         self.deferred: list[tuple[float, int]] = []          # (when, step) sends to post
         self.sends_open = 0
-        self.start_s = None
-        self.end_s = None
+        self.start_s = 0.0                   # set by start()
+        self.end_s: float | None = None      # set when the last step has arrived
 
     def wire_step(self, i: int) -> int:
         return (self.step_base + self.sch.steps[i].step) & STEP_MASK
@@ -137,15 +137,15 @@ class Collective:
                 self._post_send(j)
         if self.order.done and self.end_s is None:
             self.end_s = now
-            self._finish()
+            self._finish(now)
 
-    def _finish(self) -> None:
+    def _finish(self, end_s: float) -> None:
         ok = self.expected.check(self.buf, self.pass_index)
         self.verified = ok
         self.tele.write(CollectiveDone(
             job=self.spec.job, rank=self.spec.rank, pass_index=self.pass_index,
             algorithm=self.spec.algorithm, nbytes=self.spec.nbytes, start_s=self.start_s,
-            end_s=self.end_s, verified=ok, steps=len(self.sch.steps)))
+            end_s=end_s, verified=ok, steps=len(self.sch.steps)))
 
     @property
     def done(self) -> bool:
@@ -174,7 +174,7 @@ class RankProgram:
     def set_start(self, t0: float) -> None:
         """The run's t = 0; a program that runs after another waits for it instead."""
         self.t0 = t0
-        self.next_start = None
+        self.next_start: float | None = None
         if not self.spec.after_job:
             self._anchor(t0)
 
@@ -196,7 +196,7 @@ class RankProgram:
         times = [c.deferred[0][0] for c in self.finished[-2:] + [self.current]
                  if c is not None and c.deferred]
         if self.next_start is None and self.after is not None and self.after.done:
-            self._anchor(self.after.finished[-1].end_s)
+            self._anchor(self.after.end_s)
         if self.current is None and len(self.finished) < self.passes \
                 and self.next_start is not None:
             times.append(self.next_start)
@@ -208,7 +208,7 @@ class RankProgram:
             if c is not None and c.deferred:
                 c.tick(now)
         if self.next_start is None and self.after is not None and self.after.done:
-            self._anchor(self.after.finished[-1].end_s)
+            self._anchor(self.after.end_s)
         if self.current is None and len(self.finished) < self.passes \
                 and self.next_start is not None and now >= self.next_start:
             index = len(self.finished)
@@ -242,6 +242,13 @@ class RankProgram:
     @property
     def done(self) -> bool:
         return len(self.finished) == self.passes and not any(c.deferred for c in self.finished)
+
+    @property
+    def end_s(self) -> float:
+        """When its last pass so far ended (asked once it is :attr:`done`)."""
+        end = self.finished[-1].end_s
+        assert end is not None, "a finished pass has its end"
+        return end
 
 
 def link_after(programs: list[RankProgram]) -> None:

@@ -5,3 +5,7 @@ typed configuration (``codec``), prompt wake-ups and CPU pinning (``sched``) and
 in another network namespace (``netns``). Nothing here imports from the floors above
 it: ``hosts``, ``switch_agent``, ``emulator``, ``topologies``.
 """
+
+from runtime import compiled as _compiled
+
+_compiled.install()     # before any module it compiles is imported (runtime/compiled.py)

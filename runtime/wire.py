@@ -28,7 +28,12 @@ from __future__ import annotations
 import socket
 import struct
 import zlib
-from typing import NamedTuple
+from typing import NamedTuple, Union
+
+# What the parsers read: a packet as the kernel hands it (bytes), as an agent rewrites it
+# (bytearray) or a view into a receive buffer (memoryview). Said exactly, because the
+# compiled core (runtime/compiled.py) checks argument types when it is called.
+ByteView = Union[bytes, bytearray, memoryview]
 
 ROCE_UDP_PORT = 4791
 SPORT_BASE = 49152               # flows' source ports: the dynamic range
@@ -97,16 +102,34 @@ class Bth(NamedTuple):
     ackreq: bool = False
 
 
-class RoceHeader(NamedTuple):
-    """What the switch needs from one RoCE packet (parsed from the IP layer)."""
-    ihl_bytes: int
-    ecn: int
-    opcode: int
-    job: int
-    channel: int
-    step: int
-    psn: int
-    last: bool
+_ROCE_HEADER_FIELDS = ("ihl_bytes", "ecn", "opcode", "job", "channel", "step", "psn", "last")
+
+
+class RoceHeader:
+    """What the switch needs from one RoCE packet (parsed from the IP layer). A plain
+    class, neither a NamedTuple nor a dataclass: compiled, it is made and read natively
+    (a dataclass's generated ``__init__`` would run as Python; runtime/compiled.py)."""
+
+    __slots__ = _ROCE_HEADER_FIELDS
+
+    def __init__(self, ihl_bytes: int, ecn: int, opcode: int, job: int, channel: int,
+                 step: int, psn: int, last: bool):
+        self.ihl_bytes, self.ecn, self.opcode, self.job = ihl_bytes, ecn, opcode, job
+        self.channel, self.step, self.psn, self.last = channel, step, psn, last
+
+    def _fields(self) -> tuple:
+        return (self.ihl_bytes, self.ecn, self.opcode, self.job, self.channel, self.step,
+                self.psn, self.last)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RoceHeader) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return "RoceHeader(" + ", ".join(
+            f"{k}={v!r}" for k, v in zip(_ROCE_HEADER_FIELDS, self._fields())) + ")"
 
 
 # --- field mappings ---------------------------------------------------------------
@@ -156,8 +179,8 @@ def flow_sport(job: int, channel: int, step: int, sender_ip: str, per_step: bool
     ``seed`` (the run's) salts it: the kernel's ECMP hash key is fixed for the machine's
     uptime, so without it every run and seed would take the very same paths."""
     key = f"{job}/{channel}/{step if per_step else '-'}/{sender_ip}"
-    key = (key if not seed else f"{key}/{seed}").encode()
-    return SPORT_BASE + zlib.crc32(key) % SPORT_SPAN
+    salted = (key if not seed else f"{key}/{seed}").encode()
+    return SPORT_BASE + zlib.crc32(salted) % SPORT_SPAN
 
 
 # --- serial-number arithmetic on 16-bit steps (RFC 1982) ------------------------------
@@ -202,7 +225,7 @@ def build_cnp(pkey: int, dqpn: int) -> bytes:
     return build_bth(OP_CNP, pkey, dqpn, 0, becn=True) + b"\0" * CNP_PAD_BYTES
 
 
-def icrc(src_ip: bytes, dst_ip: bytes, sport: int, dport: int, bth_and_payload: bytes,
+def icrc(src_ip: bytes, dst_ip: bytes, sport: int, dport: int, bth_and_payload: ByteView,
          *, ip_id: int = 0, ip_flags_frag: int = IP_FLAG_DF, ip_options: bytes = b"") -> int:
     """RoCEv2 invariant CRC over the masked pseudo-header and the BTH onwards.
 
@@ -216,7 +239,7 @@ def icrc(src_ip: bytes, dst_ip: bytes, sport: int, dport: int, bth_and_payload: 
                           bth_and_payload)
 
 
-def icrc_from_seed(seed: int, bth_and_payload) -> int:
+def icrc_from_seed(seed: int, bth_and_payload: ByteView) -> int:
     """The ICRC from :func:`icrc_seed`'s state: the BTH (its FECN/BECN/resv6 byte masked)
     and the payload, read in place (any buffer)."""
     body = memoryview(bth_and_payload)
@@ -278,25 +301,25 @@ def build_ip_packet(src_ip: str, dst_ip: str, sport: int, udp_payload: bytes, *,
 
 # --- parsing ------------------------------------------------------------------------
 
-def parse_bth(udp_payload: bytes) -> Bth:
+def parse_bth(udp_payload: ByteView) -> Bth:
     opcode, flags, pkey, qp, psn = BTH.unpack_from(udp_payload)
     return Bth(opcode, pkey, qp & PSN_MASK, psn & PSN_MASK, (flags >> 4) & 3,
                bool(qp & 0x40000000), bool(psn & 0x80000000))
 
 
-def parse_aeth(udp_payload: bytes) -> tuple[int, int]:
+def parse_aeth(udp_payload: ByteView) -> tuple[int, int]:
     """(syndrome, msn) of an ACK/NAK."""
     (v,) = AETH.unpack_from(udp_payload, BTH_BYTES)
     return v >> 24, v & PSN_MASK
 
 
-def data_payload(udp_payload: bytes) -> bytes:
+def data_payload(udp_payload: ByteView) -> ByteView:
     """The application bytes of a data packet: BTH, pad and ICRC stripped."""
     pad = (udp_payload[1] >> 4) & 3
     return udp_payload[BTH_BYTES:len(udp_payload) - ICRC_BYTES - pad]
 
 
-def parse_ip_roce(pkt: bytes) -> RoceHeader | None:
+def parse_ip_roce(pkt: ByteView) -> RoceHeader | None:
     """Parse an IPv4 packet as a RoCEv2 data packet; ``None`` if it is anything else.
 
     This is the switch agent's hot path: no allocation beyond the result tuple, and
@@ -325,7 +348,7 @@ def parse_ip_roce(pkt: bytes) -> RoceHeader | None:
                       qp & STEP_MASK, psn & PSN_MASK, opcode in LAST_OPCODES)
 
 
-def ipv4_checksum(header: bytes) -> int:
+def ipv4_checksum(header: ByteView) -> int:
     """Internet checksum of an IPv4 header whose checksum field is zero."""
     s = sum(struct.unpack(f"!{len(header) // 2}H", header))
     s = (s & 0xFFFF) + (s >> 16)
@@ -358,7 +381,7 @@ def _set_tos(pkt: bytearray, tos: int) -> None:
     pkt[11] = hc & 0xFF
 
 
-def verify_icrc(pkt: bytes) -> bool:
+def verify_icrc(pkt: ByteView) -> bool:
     """Check the ICRC of a whole IPv4/UDP RoCE packet (as captured on the wire)."""
     ihl = (pkt[0] & 0x0F) << 2
     (_, _, total, ip_id, flags_frag, _, _, _, src, dst) = IPV4.unpack_from(pkt)

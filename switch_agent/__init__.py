@@ -1,0 +1,1 @@
+import runtime  # noqa: F401 -- first: it loads the compiled core (runtime/compiled.py)

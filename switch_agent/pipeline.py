@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 import socket
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from runtime import wire
@@ -81,7 +81,7 @@ class SwitchPipeline:
                  tracking: str = "job", drop_fraction: float = 0.0,
                  on_window: Callable[[Window], None] | None = None):
         self.ports = ports
-        self.red = red
+        self.red = red                        # the property: also its fields, read per packet
         self.tracker = tracker
         self.random = random
         self.tracking = tracking
@@ -93,9 +93,20 @@ class SwitchPipeline:
         # run in the flow-level model on exactly these paths (docs/architecture.md §10).
         self.flow_ports: dict[tuple, str] = {}
         # marks per job in the tracker's current window: job -> [red, symphony]
-        self._job_marks: dict[int, list[int]] = {}
+        self._job_marks: dict[object, list[int]] = {}   # scheme's key -> [RED, Symphony]
         self._on_window = on_window
         tracker.on_window = self._window_closed
+
+    @property
+    def red(self) -> RedParams:
+        return self._red
+
+    @red.setter
+    def red(self, red: RedParams) -> None:
+        # its fields copied to the pipeline's own: compiled, those are read natively
+        self._red = red
+        self._red_on, self._kmin, self._kmax = red.enabled, red.kmin_bytes, red.kmax_bytes
+        self._pmax, self._rate_ref_bps = red.pmax, red.rate_ref_bps
 
     @classmethod
     def from_config(cls, cfg, ports: dict[int, Port], on_window=None) -> "SwitchPipeline":
@@ -130,7 +141,9 @@ class SwitchPipeline:
     def _window_closed(self, rec: WindowRecord) -> None:
         red, symphony = self._job_marks.pop(rec.job, None) or (0, 0)
         if self._on_window is not None:
-            self._on_window(Window(job=rec.job, window=rec.window, t_s=rec.t_start_s,
+            # under per-ring tracking rec.job is (job, ring): the record carries it as is
+            self._on_window(Window(job=rec.job,  # type: ignore[arg-type]
+                                   window=rec.window, t_s=rec.t_start_s,
                                    step_min=rec.step_min, psn_rec=rec.psn_rec,
                                    alpha=rec.alpha, cnt_total=rec.cnt_total,
                                    cnt_op=rec.cnt_op, marks_red=red, marks_symphony=symphony))
@@ -181,13 +194,12 @@ class SwitchPipeline:
             port.window_max_q_bytes = q
 
         red_mark = False
-        red = self.red
-        kmin, kmax = red.kmin_bytes, red.kmax_bytes
-        if red.rate_ref_bps:                   # per port, scaled with its rate (HPCC)
-            f = port.queue.rate_Bps * 8 / red.rate_ref_bps
+        kmin, kmax = self._kmin, self._kmax
+        if self._rate_ref_bps:                 # per port, scaled with its rate (HPCC)
+            f = port.queue.rate_Bps * 8 / self._rate_ref_bps
             kmin, kmax = kmin * f, kmax * f
-        if red.enabled and q > kmin:
-            p = red_probability(q, kmin, kmax, red.pmax)
+        if self._red_on and q > kmin:
+            p = red_probability(q, kmin, kmax, self._pmax)
             red_mark = p >= 1.0 or self.random() < p
         sym_mark, high = self.scheme.decide(hdr, now_s, self.random)
         if high:
@@ -226,7 +238,7 @@ class SwitchPipeline:
         """Counters summed over ports, plus per-port counters."""
         total = PortCounters()
         for port in self.ports.values():
-            for k, v in vars(port.counters).items():
+            for k, v in asdict(port.counters).items():
                 setattr(total, k, getattr(total, k) + v)
-        return {"total": vars(total), "unknown_port_pkts": self.unknown_port_pkts,
-                "ports": {p.name: vars(p.counters) for p in self.ports.values()}}
+        return {"total": asdict(total), "unknown_port_pkts": self.unknown_port_pkts,
+                "ports": {p.name: asdict(p.counters) for p in self.ports.values()}}

@@ -39,7 +39,7 @@ class EgressQueue:
         self.burst_bytes = float(burst_bytes)
         self.tokens = float(burst_bytes)     # an idle port has a full bucket
         self.q_bytes = 0.0
-        self.t_last_s = None
+        self.t_last_s: float | None = None
         self.max_q_bytes = 0.0
         self.enqueued_pkts = 0
         self.enqueued_bytes = 0

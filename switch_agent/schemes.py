@@ -23,8 +23,11 @@ from __future__ import annotations
 from typing import Callable
 
 from runtime import wire
+from runtime.compiled import mypyc_attr
 
 
+# compiled (runtime/compiled.py), still open to researchers' subclasses
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SwitchScheme:
     """The per-packet hook. ``decide`` returns (mark, high_priority)."""
     name = "baseline"
@@ -43,18 +46,22 @@ class SwitchScheme:
         return False, False
 
 
+# compiled (runtime/compiled.py), still open to researchers' subclasses
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SymphonyMarking(SwitchScheme):
     name = "symphony"
 
-    def decide(self, hdr, now_s, random):
+    def decide(self, hdr, now_s: float, random: Callable[[], float]) -> tuple[bool, bool]:
         p = self.tracker.observe(self.key(hdr), hdr.step, hdr.psn, hdr.last, now_s)
         return p > 0.0 and (p >= 1.0 or random() < p), False
 
 
+# compiled (runtime/compiled.py), still open to researchers' subclasses
+@mypyc_attr(allow_interpreted_subclasses=True)
 class StepPriority(SwitchScheme):
     name = "pq"
 
-    def decide(self, hdr, now_s, random):
+    def decide(self, hdr, now_s: float, random: Callable[[], float]) -> tuple[bool, bool]:
         key = self.key(hdr)
         self.tracker.observe(key, hdr.step, hdr.psn, hdr.last, now_s)
         return False, wire.step_diff(hdr.step, self.tracker.jobs[key].step_min) <= 0

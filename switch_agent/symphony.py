@@ -31,7 +31,7 @@ arithmetic (RFC 1982), so a job may run past step 65535.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, NamedTuple
+from typing import Callable, Hashable, NamedTuple
 
 from switch_agent.config import SymphonyParams
 
@@ -40,7 +40,7 @@ STEP_MASK = 0xFFFF
 
 class WindowRecord(NamedTuple):
     """A closed window of one job, as handed to the ``on_window`` callback."""
-    job: int
+    job: Hashable         # the job, or (job, ring) under per-ring tracking
     window: int           # index on the job's grid
     t_start_s: float
     step_min: int
@@ -95,12 +95,12 @@ class SymphonyTracker:
         """Forget every job (Symphony switched on afresh)."""
         self.jobs.clear()
 
-    def state(self, job: int) -> tuple[int, int, int]:
+    def state(self, job: Hashable) -> tuple[int, int, int]:
         """(step_min, psn_rec, alpha) of ``job``; KeyError if it has sent nothing yet."""
         st = self.jobs[job]
         return st.step_min, st.psn_rec, st.alpha
 
-    def observe(self, job: int, step: int, psn: int, last: bool, now_s: float) -> float:
+    def observe(self, job: Hashable, step: int, psn: int, last: bool, now_s: float) -> float:
         """Account one data packet of ``job`` and return its marking probability P."""
         st = self.jobs.get(job)
         if st is None:
@@ -139,7 +139,7 @@ class SymphonyTracker:
         p = self.k * st.alpha * psn / st.psn_rec
         return p if p < 1.0 else 1.0
 
-    def _close_window(self, job: int, st: JobState) -> None:
+    def _close_window(self, job: Hashable, st: JobState) -> None:
         if st.cnt_total > self.n_sample:
             if st.cnt_op >= self.tau * st.cnt_total:
                 st.alpha += 1

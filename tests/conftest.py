@@ -1,8 +1,11 @@
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
+
+from runtime import compiled
 
 
 def _emulation_skip_reason():
@@ -25,6 +28,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "emulation" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A test marked ``pure`` patches or subclasses a class the compiled core makes native
+    (which only its source allows): where this process runs the compiled core, it runs in
+    a pytest of its own from source (SYMPHONY_PURE=1) and fails with that one's output."""
+    if "pure" not in pyfuncitem.keywords or compiled.status != "compiled":
+        return None
+    env = dict(os.environ, **{compiled.PURE_ENV: "1"})
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          pyfuncitem.nodeid], cwd=str(pyfuncitem.config.rootpath), env=env,
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.fail(f"from source (SYMPHONY_PURE=1):\n{res.stdout[-4000:]}{res.stderr[-2000:]}",
+                    pytrace=False)
+    return True
 
 
 def _root_veths():

@@ -108,6 +108,7 @@ def _reference_advance(rp, now_s):
         rp._fire(kind, t)
 
 
+@pytest.mark.pure          # patches one controller's advance and reads its __dict__
 @pytest.mark.parametrize("cls,params", [
     (DcqcnPaper, P),
     (DcqcnMlx, replace(DcqcnMlx.defaults(10e9).scaled(Scale(1000)))),

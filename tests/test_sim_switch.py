@@ -67,6 +67,7 @@ def _rate_in_second_half(flow: FlowReceived) -> float:
     return lambda t0, t1: (np.interp(t1, ts, bs) - np.interp(t0, ts, bs)) * 8 / (t1 - t0)
 
 
+@pytest.mark.pure          # records through a subclass and a patched port
 @pytest.mark.parametrize("profile", ["zhu", "hpcc"])
 def test_two_flows_into_one_port_share_it_and_red_marks_at_its_computed_rate(
         tmp_path, monkeypatch, profile):
@@ -126,6 +127,7 @@ def test_pq_serves_the_lagging_step_first_at_its_own_rate(tmp_path):
     assert fct["baseline"][0] > 1.3 * fct["pq"][0], fct
 
 
+@pytest.mark.pure          # records through a subclass and a patched port
 def test_symphony_counters_equal_the_tracker_run_standalone_over_the_packet_trace(
         tmp_path, monkeypatch):
     """Fig 5's job under Symphony: each switch's per-job windows (packets, outpacing

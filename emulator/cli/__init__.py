@@ -1,7 +1,7 @@
 """`symphony-emu`: the command line (also `python -m emulator`). A module per command
 (``run``, ``sweep``, ``predict``, ``validate``, ``folders``: report and clean, ``live``: the
-interactive CLI, ``reproduce``), what they share in ``common``, the words of each option
-in ``options``.
+interactive CLI, ``reproduce``, ``core``: the compiled core), what they share in
+``common``, the words of each option in ``options``.
 
     symphony-emu run SPEC [--out DIR] [--seeds N] [--scheme S] [--set key=value ...]
     symphony-emu sweep SPEC [--param key=v1,v2 ...] [--seeds N] [--scheme S ...] [--out DIR]
@@ -12,6 +12,7 @@ in ``options``.
     symphony-emu validate SPEC [--set key=value ...]
     symphony-emu cli SPEC
     symphony-emu clean [DIR]
+    symphony-emu core [--build [--force]]
 
 ``run`` executes an experiment spec (TOML, every key in docs/spec.md; runs/) for each
 scheme and seed, verifies every collective, and writes manifest, logs, summary.json and
@@ -35,7 +36,7 @@ COMMANDS = {"run": ("run", "cmd_run"), "sweep": ("sweep", "cmd_sweep"),
             "predict": ("predict", "cmd_predict"), "validate": ("validate", "cmd_validate"),
             "report": ("folders", "cmd_report"), "clean": ("folders", "cmd_clean"),
             "cli": ("live", "cmd_cli"), "reproduce": ("reproduce", "cmd_reproduce"),
-            "upgrade": ("folders", "cmd_upgrade")}
+            "upgrade": ("folders", "cmd_upgrade"), "core": ("core", "cmd_core")}
 
 
 def _handler(command: str):

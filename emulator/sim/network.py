@@ -30,23 +30,36 @@ Pure: the clock is this loop's; every random draw comes from seeds handed in.
 
 from __future__ import annotations
 
-import heapq
+import math
 import socket
 from collections import deque
-from functools import partial
+from heapq import heappop, heappush
 from typing import Callable
 
+from hosts.cc import CcConfig
+from hosts.config import TransportParams
 from hosts.flows import WIRE_EXTRA_BYTES
 from hosts.nic_core import NicCore
 from runtime import wire
-from switch_agent.pipeline import PQ_HIGH_DSCP
+from switch_agent.pipeline import PQ_HIGH_DSCP, SwitchPipeline
 
 IP_UDP_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES
 L2_BYTES = WIRE_EXTRA_BYTES - IP_UDP_BYTES          # Ethernet, as HTB charges it
 
 
+class Event:
+    """What the loop's own kinds of event share: ``fire(t)``. A port, a datagram reaching
+    its host and a host's wake-up are Events (called natively when compiled, and made
+    without a bound method or a ``partial`` each time); anything else is a callable."""
+
+    def fire(self, t: float) -> None:
+        raise NotImplementedError
+
+
 class Loop:
-    """The virtual clock and its event heap: ``at(t, fn)`` calls ``fn(t)`` then."""
+    """The virtual clock and its event heap: ``at(t, fn)`` calls ``fn(t)`` (or
+    ``fn.fire(t)``, an :class:`Event`) then; events of one time in the order they were
+    put."""
 
     def __init__(self):
         self.now = 0.0
@@ -55,15 +68,15 @@ class Loop:
         self.events = 0
         self.stop = False               # set by an event that may have ended the run
 
-    def at(self, t_s: float, fn: Callable[[float], None]) -> None:
+    def at(self, t_s: float, fn: Event | Callable[[float], None]) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (t_s if t_s > self.now else self.now, self._seq, fn))
+        heappush(self._heap, (t_s if t_s > self.now else self.now, self._seq, fn))
 
     def run(self, until_s: float, done: Callable[[], bool]) -> bool:
         """Run events up to ``until_s``; True when ``done()`` held. ``done`` is asked after
         an event that set :attr:`stop` (whoever may have ended the run sets it), and at
         the end."""
-        heap, pop = self._heap, heapq.heappop
+        heap, pop = self._heap, heappop
         self.stop = False
         events = self.events
         try:
@@ -75,7 +88,10 @@ class Loop:
                 _, _, fn = pop(heap)
                 self.now = t
                 events += 1
-                fn(t)
+                if isinstance(fn, Event):
+                    fn.fire(t)
+                else:
+                    fn(t)
                 if self.stop:
                     self.stop = False
                     if done():
@@ -85,9 +101,9 @@ class Loop:
             self.events = events
 
 
-class OutPort:
+class OutPort(Event):
     """One egress port: a FIFO (two strict classes for pq) served at ``rate_bps``, each
-    class drop-tail at ``buffer_bytes``; ``deliver(pkt, t)`` at the far end.
+    class drop-tail at ``buffer_bytes``; ``network.arrive(far, pkt, t)`` at the far end.
 
     A frame leaves from an event of the port's own, never inside the call that offered it:
     a NIC that sends must not be re-entered by an ACK its own packet caused before its send
@@ -96,16 +112,16 @@ class OutPort:
     this one has left (``free_at``)."""
 
     __slots__ = ("name", "rate_bps", "buffer_bytes", "classes", "queued", "free_at",
-                 "scheduled", "loop", "deliver", "drops", "sent", "max_q_bytes", "up")
+                 "scheduled", "loop", "network", "far", "drops", "sent", "max_q_bytes", "up")
 
     def __init__(self, name: str, rate_bps: float, buffer_bytes: int, loop: Loop,
-                 deliver: Callable, classes: int = 1):
+                 network: "Network", far: str, classes: int = 1):
         self.name, self.rate_bps, self.buffer_bytes = name, rate_bps, buffer_bytes
-        self.classes = [deque() for _ in range(classes)]
+        self.classes: list[deque[bytes]] = [deque() for _ in range(classes)]
         self.queued = [0] * classes          # bytes waiting per class (not in service)
         self.free_at = 0.0                   # when the frame in service has left
         self.scheduled = False               # an event will send the next waiting frame
-        self.loop, self.deliver = loop, deliver
+        self.loop, self.network, self.far = loop, network, far
         self.drops = 0
         self.sent = 0
         self.max_q_bytes = 0
@@ -138,13 +154,14 @@ class OutPort:
             self.max_q_bytes = q
         if not self.scheduled:
             self.scheduled = True
-            self.loop.at(self.free_at if self.free_at > now else now, self._next)
+            self.loop.at(self.free_at if self.free_at > now else now, self)
 
     def set_rate(self, rate_bps: float) -> None:
         """From the next packet on (the one in service keeps its time)."""
         self.rate_bps = rate_bps
 
-    def _next(self, now: float) -> None:
+    def fire(self, now: float) -> None:
+        """The next waiting frame's turn: it leaves now."""
         classes = self.classes
         c = 0
         q = classes[0]
@@ -159,20 +176,27 @@ class OutPort:
         self.sent += 1
         self.free_at = free = now + size * 8 / self.rate_bps
         if any(classes):
-            self.loop.at(free, self._next)   # still scheduled: the next frame's turn
+            self.loop.at(free, self)         # still scheduled: the next frame's turn
         else:
             self.scheduled = False
-        self.deliver(pkt, now)
+        self.network.arrive(self.far, pkt, now)
 
 
 class SimNic(NicCore):
     """A host's NIC on the simulated network: its doors hand whole IPv4/UDP packets to
     the host's uplink port; arrivals come back through :meth:`arrive`."""
 
-    def __init__(self, *args, network: "Network", **kw):
-        super().__init__(*args, **kw)
+    uplink: OutPort                  # its host's port toward the leaf (Network.attach)
+
+    def __init__(self, ip: str, line_rate_bps: float, cc: CcConfig, transport: TransportParams,
+                 *, network: "Network", clock: Callable[[], float],
+                 on_message: Callable | None = None, telemetry=None):
+        # the arguments spelled out, not passed on as *args/**kw: the compiled core
+        # (runtime/compiled.py) mis-passes those to a base class's __init__
+        super().__init__(ip, line_rate_bps, cc, transport, on_message=on_message,
+                         telemetry=telemetry, clock=clock)
         self.network = network
-        self.uplink: OutPort | None = None
+        self._src: dict[bytes, str] = {}     # a source address's 4 bytes -> its text
         self._headers: dict = {}     # (dst, sport, length, ecn) -> its IPv4 + UDP header
 
     def _open_port(self, sport: int) -> int:
@@ -203,8 +227,11 @@ class SimNic(NicCore):
 
     def arrive(self, pkt: bytes, now: float) -> None:
         sport = (pkt[20] << 8) | pkt[21]
-        self.on_datagram(memoryview(pkt)[IP_UDP_BYTES:], socket.inet_ntoa(pkt[12:16]), sport,
-                         pkt[1], now)
+        raw = pkt[12:16]
+        src = self._src.get(raw)
+        if src is None:
+            src = self._src[raw] = socket.inet_ntoa(raw)
+        self.on_datagram(memoryview(pkt)[IP_UDP_BYTES:], src, sport, pkt[1], now)
 
 
 class Network:
@@ -226,7 +253,7 @@ class Network:
         self._host_free: dict[str, float] = {}
         self.nics: dict[str, SimNic] = {}           # host name -> NIC
         self.on_arrival: dict[str, Callable] = {}   # host name -> after a packet arrived
-        self.pipelines: dict = {}
+        self.pipelines: dict[str, SwitchPipeline] = {}
         self.port_index: dict[tuple, int] = {}      # (switch, neighbor) -> pipeline's key
         self.ports: dict[tuple, OutPort] = {}       # (node, neighbor) -> port
         self.port_name = port_name
@@ -236,15 +263,15 @@ class Network:
         self.background_rx = 0                      # non-RoCE datagrams hosts received
         self.no_route = 0                           # packets a switch had no route for
         self.background: dict = {}                  # port -> a stream's state
-        self._routes: dict[tuple, tuple] = {}       # (node, 5-tuple) -> (pipeline, its
+        self._routes: dict[tuple[str, bytes], tuple[SwitchPipeline | None, int, OutPort]] = {}
+                                                    # (node, 5-tuple) -> (pipeline, its
                                                     # port index, the OutPort) toward the next node
         self.ip_host = dict(fabric.ip_host)
         for (a, b), rate in fabric.capacity_bps.items():
             host_side = a in fabric.host_leaf
             self.ports[(a, b)] = OutPort(
                 port_name(a, b) if not host_side else f"{a}-eth0", rate,
-                host_buffer_bytes if host_side else buffer_bytes, loop,
-                partial(self._arrive, b),
+                host_buffer_bytes if host_side else buffer_bytes, loop, self, b,
                 1 if host_side else classes)
             if not host_side:
                 self.port_index[(a, b)] = len([k for k in self.port_index if k[0] == a])
@@ -254,16 +281,18 @@ class Network:
         self.nics[host] = nic
         self.on_arrival[host] = after
 
-    def _arrive(self, node: str, pkt: bytes, t: float) -> None:
+    def arrive(self, node: str, pkt: bytes, t: float) -> None:
+        """``pkt`` reached ``node``: a host's NIC reads it (after the host's delay), a
+        switch's pipeline and egress port take it on."""
         nic = self.nics.get(node)
         if nic is not None:
             if self.host_delay_s > 0:
                 when = max(self._host_free.get(node, 0.0),
                            t + self.rng.expovariate(1 / self.host_delay_s))
                 self._host_free[node] = when
-                self.loop.at(when, partial(self._read, node, pkt))
+                self.loop.at(when, _Datagram(self, node, pkt))
             else:
-                self._read(node, pkt, t)
+                self.read(node, pkt, t)
             return
         route = self._routes.get((node, pkt[12:22]))   # the node, src and dst IP, sport
         if route is None:
@@ -285,7 +314,7 @@ class Network:
                 pkt = bytes(verdict)
         port.offer(pkt, t)
 
-    def _read(self, node: str, pkt: bytes, t: float) -> None:
+    def read(self, node: str, pkt: bytes, t: float) -> None:
         """A datagram handed to ``node``'s NIC (after the host's delay, if any)."""
         if (pkt[22] << 8 | pkt[23]) != wire.ROCE_UDP_PORT:
             self.background_rx += 1                 # another application's (iperf3's)
@@ -323,3 +352,62 @@ class Network:
 
     def port_drops(self) -> int:
         return sum(p.drops for p in self.ports.values())
+
+
+class Wakeups:
+    """When each host runs: ``wake(name, t)`` serves host ``name`` (its ``service(t)``
+    returns when it wants to be served again, ``math.inf`` for not until a packet comes)
+    and puts that time on the loop; a host that has ended stops the loop to let it ask
+    whether all have."""
+
+    def __init__(self, loop: Loop, hosts: dict):
+        self.loop, self.hosts = loop, hosts
+        self.due: dict[str, float] = {}     # host -> its one pending wake-up
+        self.ended: set[str] = set()
+        self._stuck: tuple[str, float] = ("", -1.0)
+        self._stuck_n = 0
+
+    def all_ended(self) -> bool:
+        return len(self.ended) == len(self.hosts)
+
+    def wake(self, name: str, t: float) -> None:
+        h = self.hosts[name]
+        nxt: float = h.service(t)
+        if h.finished:
+            self.ended.add(name)
+            self.loop.stop = True
+        if nxt <= t:              # asked to be woken now again: progress, or a livelock
+            self._stuck_n = self._stuck_n + 1 if self._stuck == (name, t) else 1
+            self._stuck = (name, t)
+            if self._stuck_n > 10_000:
+                raise RuntimeError(f"{name} asked to be woken at t = {t!r} s 10000 times "
+                                   "without time passing (a timer that never fires?)")
+        due = self.due.get(name, math.inf)
+        if nxt < due or due <= t:
+            if math.isfinite(nxt):
+                self.due[name] = nxt
+                self.loop.at(nxt, _WakeUp(self, name, nxt))
+
+    def due_now(self, name: str, when: float, t: float) -> None:
+        """The wake-up put for ``when``, unless a sooner one replaced it."""
+        if self.due.get(name) == when:
+            del self.due[name]
+            self.wake(name, t)
+
+
+class _Datagram(Event):
+    """A datagram handed to its host's NIC after the host's delay."""
+
+    def __init__(self, network: Network, node: str, pkt: bytes):
+        self.network, self.node, self.pkt = network, node, pkt
+
+    def fire(self, t: float) -> None:
+        self.network.read(self.node, self.pkt, t)
+
+
+class _WakeUp(Event):
+    def __init__(self, wakeups: Wakeups, name: str, when: float):
+        self.wakeups, self.name, self.when = wakeups, name, when
+
+    def fire(self, t: float) -> None:
+        self.wakeups.due_now(self.name, self.when, t)

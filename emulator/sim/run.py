@@ -23,7 +23,6 @@ port here sends at exactly its rate from an empty queue).
 
 from __future__ import annotations
 
-import math
 import os
 import random
 import shutil
@@ -37,7 +36,7 @@ from emulator.model.from_plan import model_inputs
 from emulator.measurements import AgentMeasurements, Measurements, SimStats
 from emulator.model.simulate import ecmp_choice, salt_of
 from emulator.rundir import RunFolder
-from emulator.sim.network import Loop, Network, SimNic
+from emulator.sim.network import Loop, Network, SimNic, Wakeups
 from hosts.host import MessageHost
 from hosts.rank import RankHost
 from runtime import wire
@@ -146,48 +145,22 @@ def _simulate(plan, spec_raw: dict, spec_path: str | None, rundir: str,
                          shared_buffer=plan.scheme.port_qdisc == "pq")
                  for key, i in net.port_index.items() if key[0] == sw}
         net.pipelines[sw] = SwitchPipeline.from_config(cfg, ports, on_window=tele.write)
-    hosts = {}
-    due: dict[str, float] = {}
-    ended: set = set()
-
-    stuck = {"name": None, "t": -1.0, "n": 0}
-
-    def wake(name: str, t: float) -> None:
-        h = hosts[name]
-        nxt = h.service(t)
-        if h.finished:
-            ended.add(name)
-            loop.stop = True              # the loop asks whether every host has ended
-        if nxt <= t:              # asked to be woken now again: progress, or a livelock
-            same = stuck["name"] == name and stuck["t"] == t
-            stuck.update(name=name, t=t, n=stuck["n"] + 1 if same else 1)
-            if stuck["n"] > 10_000:
-                raise RuntimeError(f"{name} asked to be woken at t = {t!r} s 10000 times "
-                                   "without time passing (a timer that never fires?)")
-        if nxt < due.get(name, math.inf) or due.get(name, math.inf) <= t:
-            if math.isfinite(nxt):
-                due[name] = nxt
-                loop.at(nxt, partial(_due, name, nxt))
-
-    def _due(name: str, when: float, t: float) -> None:
-        if due.get(name) == when:
-            del due[name]
-            wake(name, t)
-
+    hosts: dict = {}
+    wakeups = Wakeups(loop, hosts)
     for name, cfg in sorted(plan.hosts.items()):
         cfg = replace(cfg, telemetry_path=folder.file(f"{name}.jsonl"))
         kind = MessageHost if cfg.sends or cfg.receives else RankHost
         hosts[name] = kind(cfg, {"network": net}, lambda _msg: None,
                            clock=lambda: loop.now, nic_class=SimNic)
-        net.attach(name, hosts[name].nic, lambda t, name=name: wake(name, t))
+        net.attach(name, hosts[name].nic, partial(wakeups.wake, name))
     for e in plan.perturbations:
         loop.at(e.t_s, lambda t, e=e: e.what.simulate(net, e, t))
     for name, h in hosts.items():
         h.start(0.0)
-        wake(name, 0.0)
+        wakeups.wake(name, 0.0)
     # a host ends when its last send is acknowledged or its last message arrives: both
     # wake it, and wake() tells the loop to look
-    finished = loop.run(plan.timeout_s, lambda: len(ended) == len(hosts))
+    finished = loop.run(plan.timeout_s, wakeups.all_ended)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     for h in hosts.values():
         h.tele.close()

@@ -16,7 +16,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Iterable
 
+from runtime.compiled import mypyc_attr
 
+
+# compiled (runtime/compiled.py), still open to researchers' subclasses
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CongestionControl(ABC):
     """One send flow's rate. The NIC paces the flow at :attr:`rate_bps` (bit/s, read
     before every departure), reports each CNP and each packet sent, and writes

@@ -37,6 +37,7 @@ from abc import abstractmethod
 from dataclasses import dataclass, replace
 
 from hosts.cc.base import CongestionControl, require_positive
+from runtime.compiled import mypyc_attr
 from runtime.scale import CNP_INTERVAL_S, PAPER_LINK_RATE_BPS, Scale
 
 # Timer kinds; the number is the order among deadlines due at the same instant.
@@ -86,6 +87,8 @@ class DcqcnParams:
                        cnp_interval_s=scale.time_s(self.cnp_interval_s))
 
 
+# compiled (runtime/compiled.py), still open to researchers' subclasses
+@mypyc_attr(allow_interpreted_subclasses=True)
 class _Dcqcn(CongestionControl):
     """What both variants share: Rc/Rt/alpha, the alpha and increase timers, the cut
     and the increase ``Rc <- (Rt + Rc)/2``. A variant says what a CNP and the alpha
@@ -98,7 +101,7 @@ class _Dcqcn(CongestionControl):
         self.alpha = 1.0
         self.t_count = 0                           # increase events from the timer
         self._t_alpha = now_s + params.alpha_timer_s
-        self._t_increase = None                    # armed by the first cut
+        self._t_increase: float | None = None     # armed by the first cut
         self._t_next = -math.inf                   # the soonest deadline (-inf: unknown)
 
     def on_cnp(self, now_s: float) -> None:
@@ -176,6 +179,8 @@ class _Dcqcn(CongestionControl):
         self.rate_bps = (self.target_bps + self.rate_bps) / 2
 
 
+# compiled (runtime/compiled.py), still open to researchers' subclasses
+@mypyc_attr(allow_interpreted_subclasses=True)
 class DcqcnPaper(_Dcqcn):
     """DCQCN as in Zhu et al., SIGCOMM'15: cut on every CNP, increase on a timer and a
     byte counter (``rate_bps`` is Rc, ``target_bps`` Rt)."""
@@ -223,6 +228,8 @@ class DcqcnPaper(_Dcqcn):
         return self.p.rai_bps
 
 
+# compiled (runtime/compiled.py), still open to researchers' subclasses
+@mypyc_attr(allow_interpreted_subclasses=True)
 class DcqcnMlx(_Dcqcn):
     """DCQCN as the HPCC ns-3 simulator's Mellanox-style model: CNPs only set flags that
     the alpha and decrease timers consume; increases come from the RP timer alone."""
@@ -231,7 +238,7 @@ class DcqcnMlx(_Dcqcn):
         super().__init__(params, now_s)
         self._alpha_cnp = False                    # a CNP since the last alpha update
         self._decrease_cnp = False                 # ... since the last decrease check
-        self._t_decrease = None                    # armed by the first CNP
+        self._t_decrease: float | None = None     # armed by the first CNP
 
     @staticmethod
     def defaults(real_line_rate_bps: float = PAPER_LINK_RATE_BPS) -> DcqcnParams:

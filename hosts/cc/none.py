@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from hosts.cc.base import CongestionControl, require_positive
+from runtime.compiled import mypyc_attr
 from runtime.scale import CNP_INTERVAL_S, PAPER_LINK_RATE_BPS, Scale
 
 
@@ -30,6 +31,8 @@ class LineRateParams:
                        cnp_interval_s=scale.time_s(self.cnp_interval_s))
 
 
+# compiled (runtime/compiled.py), still open to researchers' subclasses
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LineRate(CongestionControl):
     """A flow paced at line rate for its whole life; CNPs are counted, never acted on."""
 
