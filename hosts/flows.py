@@ -7,14 +7,14 @@ ends (``runtime.records.FlowSent``, ``FlowReceived``). Pure: no socket, no clock
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
 from hosts.cc import CongestionControl
 from hosts.gbn import GbnReceiver, GbnSender
 from runtime import wire
 from runtime.records import FlowReceived, FlowSent
 
-WIRE_EXTRA_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES + 14  # IP + UDP + Ethernet
+WIRE_EXTRA_BYTES: Final = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES + 14  # IP + UDP + Ethernet
 
 
 @dataclass

@@ -22,9 +22,10 @@ clock: the caller passes ``now_s`` and acts on the returned decisions.
 from __future__ import annotations
 
 import math
+from typing import Final
 
-ACK = "ack"
-NAK = "nak"
+ACK: Final = "ack"
+NAK: Final = "nak"
 
 
 class GbnSender:

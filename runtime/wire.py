@@ -28,68 +28,68 @@ from __future__ import annotations
 import socket
 import struct
 import zlib
-from typing import NamedTuple, Union
+from typing import Final, NamedTuple, Union
 
 # What the parsers read: a packet as the kernel hands it (bytes), as an agent rewrites it
 # (bytearray) or a view into a receive buffer (memoryview). Said exactly, because the
 # compiled core (runtime/compiled.py) checks argument types when it is called.
 ByteView = Union[bytes, bytearray, memoryview]
 
-ROCE_UDP_PORT = 4791
-SPORT_BASE = 49152               # flows' source ports: the dynamic range
-SPORT_SPAN = 16384
+ROCE_UDP_PORT: Final = 4791
+SPORT_BASE: Final = 49152        # flows' source ports: the dynamic range
+SPORT_SPAN: Final = 16384
 
 # BTH opcodes (RC transport) and the RoCEv2 CNP.
-OP_SEND_FIRST = 0x00
-OP_SEND_MIDDLE = 0x01
-OP_SEND_LAST = 0x02
-OP_SEND_ONLY = 0x04
-OP_ACKNOWLEDGE = 0x11
-OP_CNP = 0x81
-DATA_OPCODES = frozenset((OP_SEND_FIRST, OP_SEND_MIDDLE, OP_SEND_LAST, OP_SEND_ONLY))
-LAST_OPCODES = frozenset((OP_SEND_LAST, OP_SEND_ONLY))
+OP_SEND_FIRST: Final = 0x00
+OP_SEND_MIDDLE: Final = 0x01
+OP_SEND_LAST: Final = 0x02
+OP_SEND_ONLY: Final = 0x04
+OP_ACKNOWLEDGE: Final = 0x11
+OP_CNP: Final = 0x81
+DATA_OPCODES: Final = frozenset((OP_SEND_FIRST, OP_SEND_MIDDLE, OP_SEND_LAST, OP_SEND_ONLY))
+LAST_OPCODES: Final = frozenset((OP_SEND_LAST, OP_SEND_ONLY))
 
 # AETH syndromes: bits 6..5 = 00 ACK (bits 4..0 credit count, 0x1f = invalid/unlimited),
 # 11 NAK (bits 4..0 = 0: PSN sequence error).
-AETH_ACK = 0x1F
-AETH_NAK_PSN_SEQ_ERR = 0x60
+AETH_ACK: Final = 0x1F
+AETH_NAK_PSN_SEQ_ERR: Final = 0x60
 
 # IP ECN codepoints (low two bits of the TOS byte).
-ECN_NOT_ECT = 0b00
-ECN_ECT1 = 0b01
-ECN_ECT0 = 0b10
-ECN_CE = 0b11
+ECN_NOT_ECT: Final = 0b00
+ECN_ECT1: Final = 0b01
+ECN_ECT0: Final = 0b10
+ECN_CE: Final = 0b11
 
-PSN_MASK = 0xFFFFFF
-STEP_MASK = 0xFFFF
-PKEY_JOB_FLAG = 0x8000           # the P_Key's full-member bit
-MAX_JOB = 0x7FFE                 # 0x8000 | 0x7FFF = 0xFFFF is the default partition's key
-FOREIGN_JOB = 0                  # what job_of / parse_ip_roce give a P_Key of no job
+PSN_MASK: Final = 0xFFFFFF
+STEP_MASK: Final = 0xFFFF
+PKEY_JOB_FLAG: Final = 0x8000  # the P_Key's full-member bit
+MAX_JOB: Final = 0x7FFE        # 0x8000 | 0x7FFF = 0xFFFF is the default partition's key
+FOREIGN_JOB: Final = 0         # what job_of / parse_ip_roce give a P_Key of no job
 
-DEFAULT_MTU_BYTES = 4096          # RoCE path MTU: BTH payload bytes per packet
-IPV4_HEADER_BYTES = 20
-UDP_HEADER_BYTES = 8
-BTH_BYTES = 12
-AETH_BYTES = 4
-ICRC_BYTES = 4
-CNP_PAD_BYTES = 16
+DEFAULT_MTU_BYTES: Final = 4096   # RoCE path MTU: BTH payload bytes per packet
+IPV4_HEADER_BYTES: Final = 20
+UDP_HEADER_BYTES: Final = 8
+BTH_BYTES: Final = 12
+AETH_BYTES: Final = 4
+ICRC_BYTES: Final = 4
+CNP_PAD_BYTES: Final = 16
 # Bytes on the IP layer that one data packet with ``n`` payload bytes occupies.
-OVERHEAD_BYTES = IPV4_HEADER_BYTES + UDP_HEADER_BYTES + BTH_BYTES + ICRC_BYTES
+OVERHEAD_BYTES: Final = IPV4_HEADER_BYTES + UDP_HEADER_BYTES + BTH_BYTES + ICRC_BYTES
 
 # opcode, SE|M|PadCnt|TVer, P_Key, FECN|BECN|resv6 <<24 | DestQP, AckReq|resv7 <<24 | PSN
-BTH = struct.Struct("!BBHII")
-AETH = struct.Struct("!I")        # syndrome << 24 | MSN
-ICRC = struct.Struct("<I")        # the ICRC is sent in little-endian byte order
-IPV4 = struct.Struct("!BBHHHBBH4s4s")
-UDP = struct.Struct("!HHHH")
-_U16 = struct.Struct("!H")
-_PORTS = struct.Struct("!HH")
+BTH: Final = struct.Struct("!BBHII")
+AETH: Final = struct.Struct("!I")  # syndrome << 24 | MSN
+ICRC: Final = struct.Struct("<I")  # the ICRC is sent in little-endian byte order
+IPV4: Final = struct.Struct("!BBHHHBBH4s4s")
+UDP: Final = struct.Struct("!HHHH")
+_U16: Final = struct.Struct("!H")
+_PORTS: Final = struct.Struct("!HH")
 # Offsets inside BTH used by the agent's parser.
-_BTH_PKEY = struct.Struct("!H")
-_BTH_QP_PSN = struct.Struct("!II")
+_BTH_PKEY: Final = struct.Struct("!H")
+_BTH_QP_PSN: Final = struct.Struct("!II")
 
-_ICRC_LRH = b"\xff" * 8           # pseudo LRH of the RoCEv2 ICRC
-IP_FLAG_DF = 0x4000
+_ICRC_LRH: Final = b"\xff" * 8    # pseudo LRH of the RoCEv2 ICRC
+IP_FLAG_DF: Final = 0x4000
 
 
 class Bth(NamedTuple):
@@ -102,7 +102,7 @@ class Bth(NamedTuple):
     ackreq: bool = False
 
 
-_ROCE_HEADER_FIELDS = ("ihl_bytes", "ecn", "opcode", "job", "channel", "step", "psn", "last")
+_ROCE_HEADER_FIELDS: Final = ("ihl_bytes", "ecn", "opcode", "job", "channel", "step", "psn", "last")
 
 
 class RoceHeader:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 import socket
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Callable, Final
 
 from runtime import wire
 from runtime.records import FlowPorts, Window
@@ -37,7 +37,7 @@ from switch_agent.queue_model import L2_HEADER_BYTES, EgressQueue, red_probabili
 from switch_agent.schemes import SCHEMES, SwitchScheme
 from switch_agent.symphony import SymphonyTracker, WindowRecord
 
-PQ_HIGH_DSCP = 46           # EF: the DSCP the port qdiscs classify as high priority (pq)
+PQ_HIGH_DSCP: Final = 46    # EF: the DSCP the port qdiscs classify as high priority (pq)
 
 
 @dataclass

@@ -19,7 +19,9 @@ where ``q`` includes the arriving packet.
 
 from __future__ import annotations
 
-L2_HEADER_BYTES = 14
+from typing import Final
+
+L2_HEADER_BYTES: Final = 14
 
 
 class EgressQueue:

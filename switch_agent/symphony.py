@@ -31,11 +31,11 @@ arithmetic (RFC 1982), so a job may run past step 65535.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Hashable, NamedTuple
+from typing import Callable, Final, Hashable, NamedTuple
 
 from switch_agent.config import SymphonyParams
 
-STEP_MASK = 0xFFFF
+STEP_MASK: Final = 0xFFFF
 
 
 class WindowRecord(NamedTuple):

@@ -34,7 +34,7 @@ import math
 import socket
 from collections import deque
 from heapq import heappop, heappush
-from typing import Callable
+from typing import Callable, Final
 
 from hosts.cc import CcConfig
 from hosts.config import TransportParams
@@ -43,8 +43,8 @@ from hosts.nic_core import NicCore
 from runtime import wire
 from switch_agent.pipeline import PQ_HIGH_DSCP, SwitchPipeline
 
-IP_UDP_BYTES = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES
-L2_BYTES = WIRE_EXTRA_BYTES - IP_UDP_BYTES          # Ethernet, as HTB charges it
+IP_UDP_BYTES: Final = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES
+L2_BYTES: Final = WIRE_EXTRA_BYTES - IP_UDP_BYTES   # Ethernet, as HTB charges it
 
 
 class Event:
