@@ -57,7 +57,7 @@ MODULES = (
     "hosts.nic_core", "hosts.nic", "hosts.rank",
     "switch_agent.queue_model", "switch_agent.symphony", "switch_agent.schemes",
     "switch_agent.pipeline",
-    "emulator.sim.network",
+    "emulator.sim.loop", "emulator.sim.network",
 )
 
 # mypy's checks that compiling needs relaxed: third-party modules without stubs are Any,

@@ -25,7 +25,7 @@ switch code the emulator runs.
   from a generator seeded by the run: the emulator's hosts read their sockets late by a
   varying amount, and that spread is part of what a seed's result scatters by.
 
-Pure: the clock is this loop's; every random draw comes from seeds handed in.
+Pure: the clock is the loop's (`emulator.sim.loop`); every random draw comes from seeds handed in.
 """
 
 from __future__ import annotations
@@ -33,72 +33,18 @@ from __future__ import annotations
 import math
 import socket
 from collections import deque
-from heapq import heappop, heappush
 from typing import Callable, Final
 
 from hosts.cc import CcConfig
 from hosts.config import TransportParams
 from hosts.flows import WIRE_EXTRA_BYTES
 from hosts.nic_core import NicCore
+from emulator.sim.loop import Event, Loop
 from runtime import wire
 from switch_agent.pipeline import PQ_HIGH_DSCP, SwitchPipeline
 
 IP_UDP_BYTES: Final = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES
 L2_BYTES: Final = WIRE_EXTRA_BYTES - IP_UDP_BYTES   # Ethernet, as HTB charges it
-
-
-class Event:
-    """What the loop's own kinds of event share: ``fire(t)``. A port, a datagram reaching
-    its host and a host's wake-up are Events (called natively when compiled, and made
-    without a bound method or a ``partial`` each time); anything else is a callable."""
-
-    def fire(self, t: float) -> None:
-        raise NotImplementedError
-
-
-class Loop:
-    """The virtual clock and its event heap: ``at(t, fn)`` calls ``fn(t)`` (or
-    ``fn.fire(t)``, an :class:`Event`) then; events of one time in the order they were
-    put."""
-
-    def __init__(self):
-        self.now = 0.0
-        self._heap: list = []
-        self._seq = 0
-        self.events = 0
-        self.stop = False               # set by an event that may have ended the run
-
-    def at(self, t_s: float, fn: Event | Callable[[float], None]) -> None:
-        self._seq += 1
-        heappush(self._heap, (t_s if t_s > self.now else self.now, self._seq, fn))
-
-    def run(self, until_s: float, done: Callable[[], bool]) -> bool:
-        """Run events up to ``until_s``; True when ``done()`` held. ``done`` is asked after
-        an event that set :attr:`stop` (whoever may have ended the run sets it), and at
-        the end."""
-        heap, pop = self._heap, heappop
-        self.stop = False
-        events = self.events
-        try:
-            while heap:
-                t = heap[0][0]
-                if t > until_s:
-                    self.now = until_s
-                    return done()
-                _, _, fn = pop(heap)
-                self.now = t
-                events += 1
-                if isinstance(fn, Event):
-                    fn.fire(t)
-                else:
-                    fn(t)
-                if self.stop:
-                    self.stop = False
-                    if done():
-                        return True
-            return done()
-        finally:
-            self.events = events
 
 
 class OutPort(Event):

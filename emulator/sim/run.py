@@ -36,7 +36,8 @@ from emulator.model.from_plan import model_inputs
 from emulator.measurements import AgentMeasurements, Measurements, SimStats
 from emulator.model.simulate import ecmp_choice, salt_of
 from emulator.rundir import RunFolder
-from emulator.sim.network import Loop, Network, SimNic, Wakeups
+from emulator.sim.loop import Loop
+from emulator.sim.network import Network, SimNic, Wakeups
 from hosts.host import MessageHost
 from hosts.rank import RankHost
 from runtime import wire
