@@ -186,3 +186,32 @@ def test_a_server_clean_cannot_reach_is_named_and_the_rest_is_still_cleaned(tmp_
         ledger.clean(str(tmp_path))
     assert e.value.removed == [f"process ssh master s0 (pid {sleeper.pid})"]
     assert sleeper.wait(5) == -9
+
+
+def test_a_run_interrupted_before_its_ledger_is_taken_back_and_nothing_else(tmp_path, capsys):
+    """A Ctrl-C in the milliseconds between a run's manifest and its ledger's first record
+    (CI caught one): the same command must run again into the same folder. A folder with
+    anything a run writes later, or no run's folder at all, is not touched."""
+    from emulator.cli.run import reclaim_killed
+    out = tmp_path / "out"
+    for files in ([], ["manifest.json"], ["manifest.json.tmp"],
+                  ["manifest.json", ledger.LEDGER]):
+        run = out / "symphony-seed1"
+        run.mkdir(parents=True)
+        for f in files:
+            (run / f).write_text("")
+        assert reclaim_killed(str(out)), files
+        assert list(out.iterdir()) == []
+    assert "interrupted before it took anything from the machine" in capsys.readouterr().out
+    for files in (["manifest.json", "h0.jsonl"], ["notes.txt"]):
+        run = out / "symphony-seed1"
+        run.mkdir(parents=True)
+        for f in files:
+            (run / f).write_text("x")
+        assert not reclaim_killed(str(out)), files
+        assert sorted(p.name for p in run.iterdir()) == sorted(files)
+        for f in files:
+            (run / f).unlink()
+        run.rmdir()
+    (out / "mine.txt").write_text("a user's file")
+    assert not reclaim_killed(str(out)) and (out / "mine.txt").exists()

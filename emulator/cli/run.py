@@ -167,17 +167,30 @@ def _until_decided(args, spec, schemes, seeds, out, run_seeds) -> dict:
 def reclaim_killed(out: str) -> bool:
     """True if ``out`` held nothing but the folders of runs that never finished (a
     SIGKILLed runner, a Ctrl-C): then what they left is removed, said, and ``out`` is
-    empty again, so the same command can run again."""
+    empty again, so the same command can run again. A folder holding no more than what a
+    run writes before its fabric takes anything from the machine (its manifest, an empty
+    ledger: a Ctrl-C in the few milliseconds between them) is such a run's too."""
+    import shutil
     from emulator.launch import ledger
-    from emulator.rundir import RunFolder
+    from emulator.rundir import MANIFEST, RunFolder
     entries = [os.path.join(out, e) for e in os.listdir(out)]
+    before_fabric = {MANIFEST, MANIFEST + ".tmp", ledger.LEDGER}
 
     def unfinished(e):
-        return (os.path.isdir(e) and not RunFolder(e).done
-                and ledger.state(e) in ("killed", "cleaned", "closed"))
+        if not os.path.isdir(e) or RunFolder(e).done:
+            return False
+        st = ledger.state(e)
+        if st == "none":
+            return set(os.listdir(e)) <= before_fabric
+        return st in ("killed", "cleaned", "closed")
     if not entries or not all(unfinished(e) for e in entries):
         return False
     for e in entries:
+        if ledger.state(e) == "none":
+            shutil.rmtree(e)
+            print(f"symphony-emu: {e}: a run that did not finish (interrupted before it "
+                  "took anything from the machine); removed its partial files")
+            continue
         removed = ledger.reclaim(e, unfinished=True)
         print(f"symphony-emu: {e}: a run that did not finish; removed "
               f"{', '.join(removed) if removed else 'nothing left on the machine'}, "
