@@ -216,42 +216,64 @@ def _tc_backlog(node, intf):
     raise AssertionError(out)
 
 
+FRAME = 4140 + 14                    # the largest frame these tests send, as HTB charges it
+
+
+def _sample(fab):
+    """The agent's model read before and after one ``tc`` reading of the kernel's FIFO:
+    (model before, kernel, model after). ``tc`` runs through the node's shell, a process
+    spawn that takes ~5 ms and, on a loaded machine, sometimes far longer, so the kernel's
+    reading falls anywhere between the two model readings."""
+    m1 = fab.agent("leaf0", {"cmd": "stats"})["queues"][SLOW_PORT]
+    k = _tc_backlog(fab["leaf0"], SLOW_PORT)
+    m2 = fab.agent("leaf0", {"cmd": "stats"})["queues"][SLOW_PORT]
+    return m1, k, m2
+
+
+def _model_error(m1, k, m2):
+    """How far the model is from where it should be: the gap between the model over the
+    reading ([m1, m2] either way round) and the band [k, k + FRAME]. The kernel's FIFO
+    gives up a whole frame when the shaper starts sending it; the fluid model drains it
+    while it is sent, so it reads up to a frame (half a frame on average: measured
+    +2.2 KB with these 4154 B frames) above ``tc``'s backlog."""
+    return max(0.0, k - max(m1, m2), min(m1, m2) - (k + FRAME))
+
+
+def _judge(samples, label):
+    busy = [s for s in samples if s[1] > 20_000]
+    assert len(busy) >= 5, samples
+    errors = [_model_error(*s) for s in busy]
+    signed = [(m1 + m2) / 2 - k for m1, k, m2 in busy]
+    mean_err = sum(errors) / len(errors)
+    print(f"\n{label}: {len(busy)} samples, peak {max(k for _, k, _ in busy)} B; model - kernel "
+          f"{sum(signed) / len(signed):+.0f} B on average; outside the frame in service: "
+          f"mean {mean_err:.0f} B, max {max(errors):.0f} B")
+    assert mean_err <= FRAME / 4, f"mean error {mean_err:.0f} B over {len(busy)} samples"
+    assert max(errors) <= 1.5 * FRAME, [round(e) for e in errors]
+
+
 def test_queue_model_follows_kernel_backlog(dumbbell):
     """Sample the agent's model and the kernel's FIFO backlog side by side while a stream
     above the port's rate builds a queue, then drains it."""
     fab = dumbbell
     _reset(fab)
-    sw = fab["leaf0"]
     rx = start_receiver(fab["h1"], H[1])
     from tests.fabric_util import blast
     tx = blast(fab["h0"], "send", *_send(H[0], H[1], 150, 0.8 * RATE))
-    pairs = []
-    while tx.poll() is None or (pairs and pairs[-1][1] > 0):
-        model = fab.agent("leaf0", {"cmd": "stats"})["queues"][SLOW_PORT]
-        kernel = _tc_backlog(sw, SLOW_PORT)
-        model2 = fab.agent("leaf0", {"cmd": "stats"})["queues"][SLOW_PORT]
-        pairs.append(((model + model2) / 2, kernel))
+    samples = []
+    while tx.poll() is None or (samples and samples[-1][1] > 0):
+        samples.append(_sample(fab))
         time.sleep(0.05)
-        if len(pairs) > 400:
+        if len(samples) > 400:
             break
     finish(tx)
     finish(rx)
-    busy = [(m, k) for m, k in pairs if k > 20_000]
-    assert len(busy) >= 5, pairs
-    errors = [abs(m - k) for m, k in busy]
-    mean_err = sum(errors) / len(errors)
-    peak = max(k for _, k in busy)
-    print(f"\nqueue model vs tc backlog: {len(busy)} samples, peak {peak} B, "
-          f"mean |error| {mean_err:.0f} B, max |error| {max(errors):.0f} B")
-    print("signed errors (model - kernel):", [round(m - k) for m, k in busy])
-    frame = 4140 + 14
-    assert mean_err <= frame, f"mean error {mean_err:.0f} B over {len(busy)} samples"
-    assert max(errors) <= 2 * frame
+    _judge(samples, "queue model vs tc backlog")
     # The agent's own fidelity monitor saw the same: a small model error, and the busy
     # port sending at its rate (Mininet-HiFi's invariant).
     mon = fab.agent("leaf0", {"cmd": "stats"})["fidelity"][SLOW_PORT]
     print("agent's fidelity monitor:", mon)
-    assert mon["queue_samples"] >= 5 and mon["queue_err_mean_bytes"] <= frame
+    assert mon["queue_samples"] >= 5 and mon["queue_err_mean_bytes"] <= FRAME
     assert mon["busy_intervals"] >= 3 and 0.95 <= mon["busy_util"] <= 1.05
 
 
@@ -333,12 +355,9 @@ def test_background_traffic_fills_the_queue_model_and_triggers_red(dumbbell):
                           "-t", "2", "-B", H[0]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     tx = blast(fab["h0"], "send", *_send(H[0], H[1], 20, 0.05 * RATE, delay=0.5))
-    pairs = []
+    samples = []
     while bg.poll() is None:
-        model = fab.agent("leaf0", {"cmd": "stats"})["queues"][SLOW_PORT]
-        kernel = _tc_backlog(fab["leaf0"], SLOW_PORT)
-        model2 = fab.agent("leaf0", {"cmd": "stats"})["queues"][SLOW_PORT]
-        pairs.append(((model + model2) / 2, kernel))
+        samples.append(_sample(fab))
         time.sleep(0.05)
     finish(tx)
     roce = finish(rx)["steps"]["1/0"]
@@ -347,9 +366,5 @@ def test_background_traffic_fills_the_queue_model_and_triggers_red(dumbbell):
     assert d["other_pkts"] > 500, "iperf3's packets did not go through the agent"
     assert roce["pkts"] == 20 and roce["ce"] > 0, roce
     assert d["marks_red"] + d["marks_both"] == roce["ce"] and d["marks_symphony"] == 0
-    busy = [(m, k) for m, k in pairs if k > 20_000]
-    assert len(busy) >= 5, pairs
-    mean_err = sum(abs(m - k) for m, k in busy) / len(busy)
-    print(f"\nbackground: {len(busy)} samples, mean |model - tc backlog| {mean_err:.0f} B, "
-          f"RoCE CE {roce['ce']}/{roce['pkts']}")
-    assert mean_err <= 4154
+    print(f"\nbackground: RoCE CE {roce['ce']}/{roce['pkts']}")
+    _judge(samples, "background: queue model vs tc backlog")
