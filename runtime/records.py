@@ -168,6 +168,7 @@ class Window(Record):
     cnt_op: int
     marks_red: int
     marks_symphony: int
+    ring: int | None = None         # the ring, under per-ring tracking (else per job)
 
 
 @dataclass(frozen=True, slots=True)

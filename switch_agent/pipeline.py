@@ -141,8 +141,9 @@ class SwitchPipeline:
     def _window_closed(self, rec: WindowRecord) -> None:
         red, symphony = self._job_marks.pop(rec.job, None) or (0, 0)
         if self._on_window is not None:
-            # under per-ring tracking rec.job is (job, ring): the record carries it as is
-            self._on_window(Window(job=rec.job,  # type: ignore[arg-type]
+            key = rec.job                      # the job, or (job, ring) under per-ring tracking
+            job, ring = key if isinstance(key, tuple) else (key, None)
+            self._on_window(Window(job=job, ring=ring,
                                    window=rec.window, t_s=rec.t_start_s,
                                    step_min=rec.step_min, psn_rec=rec.psn_rec,
                                    alpha=rec.alpha, cnt_total=rec.cnt_total,

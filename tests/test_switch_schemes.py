@@ -122,3 +122,19 @@ def test_a_port_whose_classes_share_one_buffer_drops_what_overflows_it(shared):
     assert [v == b"" for v in out] == [False] * 4 + [shared] * 6
     assert pipe.totals()["total"]["model_drops"] == 6
     assert port.queue.backlog(0.0) == pytest.approx(room)
+
+
+@pytest.mark.parametrize("tracking", ["job", "ring"])
+def test_a_closed_window_names_its_job_and_under_per_ring_tracking_its_ring(tracking):
+    from runtime.records import decode, encode
+    windows = []
+    ports = {PORT: Port("p", EgressQueue(1e12, 1 << 20))}
+    tracker = SymphonyTracker(SymphonyParams(t_win_s=1.0, k=1.0, n_warmup=0, tracking=tracking))
+    pipe = SwitchPipeline(ports, RED_OFF, tracker, random.Random(1).random, scheme="symphony",
+                          tracking=tracking, on_window=windows.append)
+    for now in (0.0, 2.5):                     # the second round closes the first windows
+        feed(pipe, [packet(5, psn, channel=ch) for ch in (0, 1) for psn in range(3)], now)
+    keys = {(w.job, w.ring) for w in windows}
+    assert keys == ({(1, 0), (1, 1)} if tracking == "ring" else {(1, None)})
+    assert all(isinstance(w.job, int) for w in windows)
+    assert [decode(encode(w)) for w in windows] == windows      # as a run folder reads it back

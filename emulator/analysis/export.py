@@ -237,7 +237,8 @@ def trace(r: _Run) -> dict:
                            "args": {"red": x.marks_red, "symphony": x.marks_symphony,
                                     "both": x.marks_both}})
         for x in r.agent(sw, Window):
-            ev.append({"name": f"job {x.job} tracker", "ph": "C", "pid": pid,
+            ring = "" if x.ring is None else f" ring {x.ring}"
+            ev.append({"name": f"job {x.job}{ring} tracker", "ph": "C", "pid": pid,
                        "ts": r.rel(x.t_s) * us,
                        "args": {"step_min": x.step_min, "alpha": x.alpha}})
         for x in r.agent(sw, Control):
