@@ -19,6 +19,11 @@ from runtime.codec import Codec, check, check_group, check_netns_pid, finite
 
 CONGESTION_FLAGS = ("cnp", "ack")
 MAX_ACK_EVERY = 1024                 # in-order packets per ACK (transport.ack_every)
+# A finished host stays (re-ACKing what peers send again) until the launcher says every
+# host has finished, or at most this many RTOs: a peer whose last ACK was lost resends
+# one RTO after its last send, so a host that left sooner let that peer time out
+LINGER_RTOS = 3
+MIN_LINGER_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,8 @@ class HostConfig(Codec):
     ranks: tuple[RankConfig, ...] = ()
     sends: tuple[MessageConfig, ...] = ()
     receives: tuple[MessageConfig, ...] = ()
-    linger_s: float = 0.5
+    linger_s: float | None = None    # the longest a finished host waits for the run's end
+                                     # (None: LINGER_RTOS RTOs, at least MIN_LINGER_S)
 
     def __post_init__(self):
         check(finite(self.line_rate_bps) and self.line_rate_bps > 0, "line_rate_bps",
@@ -125,6 +131,16 @@ class HostConfig(Codec):
               "must be a finite time > 0")
         check(not (self.ranks and (self.sends or self.receives)), "ranks", len(self.ranks),
               "a host process runs either collective ranks or messages, not both")
+        check(self.linger_s is None or (finite(self.linger_s) and self.linger_s >= 0),
+              "linger_s", self.linger_s, "must be a time >= 0, or None")
+
+    @property
+    def linger_limit_s(self) -> float:
+        """How long a finished host serves its NIC at most, if the launcher's end does
+        not come first (``hosts.group``)."""
+        if self.linger_s is not None:
+            return self.linger_s
+        return max(MIN_LINGER_S, LINGER_RTOS * self.transport.rto_s)
 
     @property
     def module(self) -> str:

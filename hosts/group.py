@@ -15,8 +15,11 @@ timers and program times, so the machine runs one wake-up where it ran one per h
 The protocol, per host (docs/architecture.md §9): set-up (schedules, expected results,
 sockets) for all of them, then ``{"ready": true}`` in each host's file; t = 0 from stdin
 (in ``CLOCK_REALTIME``, converted to this process's monotonic clock: ``hosts.clock``); ``{"progress": n, "of": m}`` lines while it runs;
-its summary (a JSON object with ``"type"``) once it finished and lingered. The process
-exits 0 only if every host's summary is ok.
+``{"finished": true}`` once it has finished (or timed out); then it lingers, serving its
+NIC so that a peer whose last ACK was lost and who sends again is ACKed, until ``end``
+on stdin (the launcher writes it once every host of the run has finished: then nobody
+waits for anything) or its ``linger_limit_s``; then its summary (a JSON object with
+``"type"``). The process exits 0 only if every host's summary is ok.
 
 ``SYMPHONY_EMU_PROFILE_DIR=DIR``: write a cProfile of the process to
 ``DIR/<first host>.prof`` (``benchmarks/host_cpu.py``).
@@ -121,18 +124,64 @@ def _readable(fds: list[int]):
     return lambda timeout_s: [fd for fd, _ in p.poll(math.ceil(timeout_s * 1e3))]
 
 
-def serve(members: list[Member], t0: float, clock=time.monotonic) -> bool:
-    """Run every member from t = ``t0`` until it finished (or timed out) and lingered
-    (so a peer's retransmission after our last ACK's loss is re-ACKed); True if all ok."""
+class Lines:
+    """The lines of a file descriptor (the launcher's stdin), read without a buffer of
+    Python's in between: what the event loop's select() says is readable is all here."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self._buf = b""
+        self.eof = False
+
+    def readline(self) -> str:
+        """The next line, blocking ("" at the end)."""
+        while b"\n" not in self._buf and not self.eof:
+            self._read()
+        return self._take()
+
+    def ready(self) -> list[str]:
+        """The whole lines there are after one read (select() said it is readable)."""
+        if b"\n" not in self._buf:
+            self._read()
+        out = []
+        while b"\n" in self._buf or (self.eof and self._buf):
+            out.append(self._take())
+        return out
+
+    def _read(self) -> None:
+        chunk = os.read(self.fd, 4096)
+        self.eof = not chunk
+        self._buf += chunk
+
+    def _take(self) -> str:
+        line, sep, rest = self._buf.partition(b"\n")
+        self._buf = rest
+        return (line + sep).decode()
+
+
+END = "end"                      # the launcher's line: every host of the run has finished
+
+
+def serve(members: list[Member], t0: float, clock=time.monotonic,
+          control: Lines | None = None) -> bool:
+    """Run every member from t = ``t0`` until it finished (or timed out) and lingered:
+    served its NIC (so a peer's retransmission after our last ACK's loss is re-ACKed)
+    until ``control`` said :data:`END` or its ``linger_limit_s`` passed. True if all ok."""
     for m in members:
         m.host.start(t0)
         m.deadline = t0 + m.cfg.timeout_s
         m.due = t0
     by_fd = {m.fd: m for m in members}
-    fds = list(by_fd)
-    readable = _readable(fds)
+    ctl = control.fd if control is not None else None
+    readable = _readable(list(by_fd) + ([ctl] if ctl is not None else []))
     ok, n = True, len(members)
     live = list(members)
+    ended = False                      # END came: nobody needs a finished host any more
+
+    def linger(m: Member, now: float) -> None:
+        m.linger_until = now if ended else now + m.cfg.linger_limit_s
+        m.say({"finished": True})
+
     while live:
         now = clock()
         wake = math.inf
@@ -141,11 +190,11 @@ def serve(members: list[Member], t0: float, clock=time.monotonic) -> bool:
             if m.linger_until is None:
                 if now > m.deadline:
                     m.timed_out = True
-                    m.linger_until = now + m.cfg.linger_s
+                    linger(m, now)
                 elif m.due <= now:
                     m.due = m.host.service(now)
                     if m.host.finished:
-                        m.linger_until = now + m.cfg.linger_s
+                        linger(m, now)
             if m.linger_until is not None:
                 if now >= m.linger_until:
                     gone = (gone or []) + [m]
@@ -158,12 +207,23 @@ def serve(members: list[Member], t0: float, clock=time.monotonic) -> bool:
         for m in gone or ():
             live.remove(m)
             del by_fd[m.fd]
-            readable = _readable(list(by_fd))
+            readable = _readable(list(by_fd) + ([ctl] if ctl is not None else []))
             ok &= m.finish(n)
         if not live:
             break
         wait = wake - clock()
         for fd in readable(wait if wait > 0 else 0):
+            if fd == ctl:
+                assert control is not None
+                if any(line.strip() == END for line in control.ready()):
+                    ended = True
+                    for m in live:
+                        if m.linger_until is not None:
+                            m.linger_until = min(m.linger_until, now)
+                if control.eof:        # the launcher closed it: lingers end by their limit
+                    ctl = None
+                    readable = _readable(list(by_fd))
+                continue
             m = by_fd[fd]
             m.host.nic.receive()
             # What arrived may have made something due. (Giving the host a turn only after
@@ -186,11 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     members = [Member(mc, time.monotonic) for mc in group.members]
     for m in members:
         m.say({"ready": True})
-    line = sys.stdin.readline()
+    stdin = Lines(sys.stdin.fileno())
+    line = stdin.readline()
     while (reply := clock.answer(line, time.time())) is not None:   # the clock's probes
         members[0].say(reply)
         members[0].out.flush()
-        line = sys.stdin.readline()
+        line = stdin.readline()
     if not line.strip():
         raise SystemExit("no start time on stdin")
     try:
@@ -203,10 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     if profile_dir:
         import cProfile
         prof = cProfile.Profile()
-        ok = prof.runcall(serve, members, t0)
+        ok = prof.runcall(serve, members, t0, time.monotonic, stdin)
         prof.dump_stats(os.path.join(profile_dir, f"{members[0].cfg.name}.prof"))
     else:
-        ok = serve(members, t0)
+        ok = serve(members, t0, control=stdin)
     return 0 if ok else 1
 
 

@@ -12,7 +12,10 @@ The protocol (docs/architecture.md §9): the launcher writes each ``HostConfig``
 first host's namespace, sets up every host (imports, sockets in each host's namespace,
 schedules, expected results), writes ``{"ready": true}`` for each, reads t = 0 (in
 ``CLOCK_REALTIME``, ``hosts.clock``) from its stdin, runs, writing ``{"progress": n, "of": m}``
-lines, and ends each host with its summary (a JSON object with ``"type"``). A host's
+lines and ``{"finished": true}`` when a host has finished, lingers (serving its NIC for
+peers that send again) until the launcher, having seen every host finished, writes
+``end`` on each process's stdin, and ends each host with its summary (a JSON object with
+``"type"``). A host's
 lines go to ``<host>.host.out``; the process's stdout and stderr to
 ``<first>.host.log``, so a crashed or killed process leaves its last words behind and a
 caller that does not read for a while (the interactive CLI) never blocks a host on a
@@ -50,6 +53,8 @@ class HostProcesses:
         self.groups: list[tuple[tuple[str, ...], subprocess.Popen]] = []
         self.procs: dict[str, subprocess.Popen] = {}     # host -> the process serving it
         self.ready: set[str] = set()
+        self.finished: set[str] = set()       # hosts that said they need nothing more
+        self.ended = False                    # the processes were told: all finished
         self.done: dict[str, int] = {h: 0 for h in configs}
         self.summaries: dict[str, dict] = {}
         self.exit_codes: dict[str, int] = {}
@@ -206,6 +211,18 @@ class HostProcesses:
             time.sleep(timeout_s)
         for host in self.procs:
             self._read(host)
+        if not self.ended and self.procs and self.finished >= set(self.procs):
+            self._end()
+
+    def _end(self) -> None:
+        """Every host has finished: no peer will send again, so no host need linger."""
+        self.ended = True
+        for _, p in self.groups:
+            try:
+                p.stdin.write(b"end\n")
+                p.stdin.flush()
+            except (OSError, ValueError):      # it has exited (or its stdin is closed)
+                pass
 
     def _read(self, host: str) -> None:
         """The lines ``host``'s file got since the last read."""
@@ -234,6 +251,8 @@ class HostProcesses:
             self.ready.add(host)
         elif "progress" in msg:
             self.done[host] = msg["progress"]
+        elif msg.get("finished"):
+            self.finished.add(host)
         elif "type" in msg:
             self.summaries[host] = msg
 

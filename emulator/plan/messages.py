@@ -36,5 +36,5 @@ def host_configs(messages: list[Message], ip_of, line_rate_bps: float, cc: CcCon
                          for m in messages if m.dst == n)
         out[n] = HostConfig(name=n, ip=ip_of(n), line_rate_bps=line_rate_bps, cc=cc,
                             transport=transport, timeout_s=timeout_s, sends=sends,
-                            receives=receives, linger_s=0.3)
+                            receives=receives)
     return out
