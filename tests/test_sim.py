@@ -173,6 +173,38 @@ def test_a_twin_follows_the_paths_its_emulated_run_recorded(tmp_path, capsys):
     assert not os.path.exists(tmp_path / "bad")
 
 
+@pytest.mark.parametrize("case", ["spec", "fabric", "no paths"])
+def test_paths_from_another_spec_fabric_or_without_records_are_refused_naming_it(
+        tmp_path, capsys, case):
+    """An emulated run's paths fit only its own spec and fabric, and need the agents'
+    records: otherwise a one-line error names the folder and the problem, and no run
+    folder is left."""
+    src = tmp_path / "emulated"
+    run_sim(load(FIG5, SMALL), "baseline", 1, str(src / "baseline-seed1"))
+    man = json.load(open(src / "baseline-seed1" / "manifest.json"))
+    json.dump({**man, "backend": "emulation"}, open(src / "baseline-seed1" / "manifest.json", "w"))
+    spec, extra = FIG5, list(SMALL)
+    if case == "spec":
+        spec = TABLE1
+    elif case == "fabric":
+        extra.append("topology.spines=2")
+    else:
+        for f in (src / "baseline-seed1").glob("*.jsonl"):
+            if f.name.startswith(("leaf", "spine")):
+                f.unlink()
+    rc = cli_main(["run", spec, "--backend", "sim", "--scheme", "baseline", "--no-plots",
+                   "--seeds", "1", "--paths", str(src), "--out", str(tmp_path / "twin")]
+                  + [f"--set={s}" for s in extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    want = {"spec": "a run of spec 'fig5'; this is 'table1'",
+            "fabric": "a run on another fabric (leafspine 4 leaves x 4 spines, 4 hosts a "
+                      "leaf, links 10 Mb/s emulated); this is leafspine 4 leaves x 2 spines",
+            "no paths": "its agents recorded no paths"}[case]
+    assert str(src / "baseline-seed1") in err[0] and want in err[0], err
+    assert not os.path.exists(tmp_path / "twin")
+
+
 def test_a_sweep_simulates_its_runs_in_parallel_processes_and_resumes(tmp_path, capsys):
     args = ["sweep", FIG5, "--backend", "sim", "--jobs", "2", "--seeds", "2", "--scheme",
             "baseline", "--scheme", "symphony", "--param", "symphony.k=0.001,0.01",

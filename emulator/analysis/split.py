@@ -259,9 +259,13 @@ def twin_paths(run_set: str, spec, scheme: str, seed: int) -> dict:
         raise SimError(f"--paths {run_set}: no emulated run of seed {seed} in it")
     run = runs[0]
     plan = planning.compile(spec, scheme, seed)
-    if run.plan.name != spec.name or _shape(run.plan.fabric) != _shape(plan.fabric):
-        raise SimError(f"--paths {run.path}: a run of spec {run.plan.name!r} on another "
-                       f"fabric; this is {spec.name!r}")
+    if run.plan.name != spec.name:
+        raise SimError(f"--paths {run.path}: a run of spec {run.plan.name!r}; this is "
+                       f"{spec.name!r}")
+    theirs, ours = _shape(run.plan.fabric), _shape(plan.fabric)
+    if theirs != ours:
+        raise SimError(f"--paths {run.path}: a run on another fabric ({_said(theirs)}); "
+                       f"this is {_said(ours)}")
     got = recorded_paths(run, plan)
     if not got:
         raise SimError(f"--paths {run.path}: its agents recorded no paths (a run from "
@@ -273,3 +277,11 @@ def _shape(fab) -> tuple:
     """What a recorded path depends on: the fabric's nodes and links, and their rate."""
     return (fab.kind, fab.leaves, fab.spines, fab.hosts_per_leaf, fab.pods, fab.cores,
             fab.rate_bps)
+
+
+def _said(shape: tuple) -> str:
+    kind, leaves, spines, per_leaf, pods, cores, rate_bps = shape
+    pods_said = f"{pods} pods x " if pods > 1 else ""
+    cores_said = f", {cores} cores" if pods > 1 else ""
+    return (f"{kind} {pods_said}{leaves} leaves x {spines} spines{cores_said}, "
+            f"{per_leaf} hosts a leaf, links {rate_bps / 1e6:g} Mb/s emulated")
