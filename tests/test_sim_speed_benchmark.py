@@ -1,6 +1,6 @@
 """benchmarks/sim_speed.py runs end to end on a small run (no root): what it prints is
 what the run's measurements say (it once read them as a dict after they became typed,
-and stopped at its first line)."""
+and stopped at its first line); with --sweep it times the many-seed command whole."""
 
 import importlib.util
 import os
@@ -16,7 +16,8 @@ _spec.loader.exec_module(sim_speed)
 
 
 def test_the_benchmark_prints_packets_events_and_cpu_per_packet(capsys):
-    assert sim_speed.main(["--set", "jobs.0.passes=1", "--repeats", "2", "--top", "3"]) == 0
+    assert sim_speed.main(["--set", "jobs.0.passes=1", "--repeats", "2", "--top", "3",
+                           "--sweep", "2", "--jobs", "2"]) == 0
     out = capsys.readouterr().out
     m = re.search(r"data packets (\d+), events (\d+), virtual ([\d.]+) s", out)
     assert m, out
@@ -29,3 +30,6 @@ def test_the_benchmark_prints_packets_events_and_cpu_per_packet(capsys):
         assert "SYMPHONY_PURE=1 for the Python functions" in out
     else:
         assert "where the CPU goes" in out and "pipeline.py" in out
+    sweep = re.search(r"2 seeds x 2 schemes \(baseline, symphony\), `run --backend sim "
+                      r"--jobs 2`, analysis and plots included: wall ([\d.]+) s", out)
+    assert sweep and 0 < float(sweep.group(1)) < 600, out
