@@ -173,7 +173,11 @@ def serve(members: list[Member], t0: float, clock=time.monotonic,
         m.due = t0
     by_fd = {m.fd: m for m in members}
     ctl = control.fd if control is not None else None
-    readable = _readable(list(by_fd) + ([ctl] if ctl is not None else []))
+
+    def watched():                     # the members' sockets, and the launcher's line
+        return _readable(list(by_fd) + ([ctl] if ctl is not None else []))
+
+    readable = watched()
     ok, n = True, len(members)
     live = list(members)
     ended = False                      # END came: nobody needs a finished host any more
@@ -207,7 +211,7 @@ def serve(members: list[Member], t0: float, clock=time.monotonic,
         for m in gone or ():
             live.remove(m)
             del by_fd[m.fd]
-            readable = _readable(list(by_fd) + ([ctl] if ctl is not None else []))
+            readable = watched()
             ok &= m.finish(n)
         if not live:
             break
@@ -222,7 +226,7 @@ def serve(members: list[Member], t0: float, clock=time.monotonic,
                             m.linger_until = min(m.linger_until, now)
                 if control.eof:        # the launcher closed it: lingers end by their limit
                     ctl = None
-                    readable = _readable(list(by_fd))
+                    readable = watched()
                 continue
             m = by_fd[fd]
             m.host.nic.receive()
