@@ -1,7 +1,7 @@
 """Links between servers, prototyped on one machine (docs/distributed.md).
 
 A fabric that spans several servers needs its cut links (the ones whose two ends are
-placed on different servers, ``emulator.placement``) carried over the servers' own
+placed on different servers, ``cluster.placement``) carried over the servers' own
 network. Here each cut link is a **VXLAN** pair: a VXLAN device is created in the network
 namespace that owns the server's underlay address, then moved into the node's namespace
 and given the node's interface name. The kernel keeps the tunnel's UDP socket in the
@@ -36,30 +36,8 @@ LEDGER = "ledger.jsonl"                   # emulator.launch.ledger.LEDGER, on ea
 LEDGER_SCRIPT = os.path.join(wiring.REPO_ROOT, "emulator", "launch", "ledger.py")
 
 VXLAN_PORT = 4789
-VXLAN_OVERHEAD_BYTES = 50          # outer Ethernet + IPv4 + UDP + VXLAN
 UNDERLAY_MTU = 9100                # >= FABRIC_MTU (9000) + VXLAN_OVERHEAD_BYTES
 UNDERLAY_NET = "192.168.250"
-
-
-def server_of_nodes(leaves: int, spines: int, hosts_per_leaf: int, pods: int, cores: int,
-                    servers: int) -> dict[str, int]:
-    """Node name -> server: whole pods to one server each (round robin), cores spread."""
-    if servers < 1:
-        raise ValueError(f"servers must be >= 1, got {servers}")
-    if servers > 1 and pods < servers:
-        raise ValueError(f"{servers} servers but {pods} pod(s): whole pods go to one "
-                         "server each, so use at most as many servers as pods")
-    out = {}
-    for t in range(leaves * pods):
-        pod = t // leaves
-        out[wiring.leaf_name(t)] = pod % servers
-        for i in range(hosts_per_leaf):
-            out[wiring.host_name(t, i, hosts_per_leaf)] = pod % servers
-    for g in range(spines * pods):
-        out[wiring.spine_name(g)] = (g // spines) % servers
-    for c in range(cores):
-        out[wiring.core_name(c)] = c % servers
-    return out
 
 
 def _ip(*args: str) -> str:

@@ -24,61 +24,19 @@ server against each server's cores, and the cut links' rates against its underla
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import shlex
 import sys
 from dataclasses import dataclass
 
 from cluster import ssh
-from cluster.overlay import (LEDGER_SCRIPT, VXLAN_OVERHEAD_BYTES, ServerSet,
-                             link_counters)
+from cluster.overlay import LEDGER_SCRIPT, ServerSet, link_counters
+from cluster.placement import UNDERLAY_FRAME_BYTES, VXLAN_OVERHEAD_BYTES
 from topologies import wiring
 
-UNDERLAY_FRAME_BYTES = wiring.FABRIC_MTU + VXLAN_OVERHEAD_BYTES
 PING_PAYLOAD_BYTES = UNDERLAY_FRAME_BYTES - 28          # less the IPv4 and ICMP headers
 TOOLS = ("mnexec", "ip", "tc", "iptables", "ping")
 MODULES = "hosts.group, switch_agent.agent, numpy, mininet.node"
-
-
-def spec_problem(targets: tuple, kind: str, ssh_config: str,
-                 underlay: tuple) -> tuple[str, object, str] | None:
-    """The first thing wrong with real servers as a spec's ``[topology]`` gives them
-    (``servers``, ``ssh_config``, ``underlay``): (its key, its value, what is allowed),
-    or None. Each a [user@]host[:port] once, leaf-spine only, an ssh_config that exists,
-    one IPv4 underlay address per server; ssh_config and underlay only with them."""
-    if not targets:
-        for key, v in (("ssh_config", ssh_config), ("underlay", underlay)):
-            if v:
-                return (key, list(v) if isinstance(v, tuple) else v,
-                        "only with real servers (topology.servers = [\"root@host\", ...])")
-        return None
-    for i, t in enumerate(targets):
-        if why := ssh.check_target(t):
-            return (f"servers[{i}]", t, f"{why}: a server as you ssh to it, "
-                                        "[user@]host[:port]")
-    if len(set(targets)) != len(targets):
-        return ("servers", list(targets), "each server once")
-    if kind != "leafspine":
-        return ("servers", list(targets),
-                "real servers: leafspine only (whole pods go to one server each)")
-    if ssh_config and not os.path.isfile(os.path.expanduser(ssh_config)):
-        return ("ssh_config", ssh_config, "no such file")
-    if underlay and len(underlay) != len(targets):
-        return ("underlay", list(underlay), f"one address per server ({len(targets)})")
-    for i, a in enumerate(underlay or ()):
-        if not _is_ipv4(a):
-            return (f"underlay[{i}]", a,
-                    "an IPv4 address (the VXLAN ends' local address on that server)")
-    return None
-
-
-def _is_ipv4(text) -> bool:
-    try:
-        ipaddress.IPv4Address(text)
-        return True
-    except (ValueError, TypeError):
-        return False
 
 
 class PreflightError(RuntimeError):

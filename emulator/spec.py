@@ -21,7 +21,7 @@ import copy
 import os
 from dataclasses import replace
 
-from cluster import servers
+from cluster import placement
 from emulator import paper, profiles, specfile, specjobs
 from emulator.perturbations import KINDS as PERTURBATION_KINDS
 from emulator.schema import (CONGESTION_CONTROLS, DCQCN_VARIANTS, MAX_SEED, PERTURBATION_KEYS,
@@ -169,7 +169,7 @@ def validate(raw: dict, path: str) -> Spec:
     need(isinstance(topo.ssh, bool) and (not topo.ssh or topo.servers > 1
                                          or topo.server_targets), path,
          "topology.ssh", topo.ssh, "true or false; true only with servers > 1")
-    bad = servers.spec_problem(topo.server_targets, topo.kind, topo.ssh_config, topo.underlay)
+    bad = placement.spec_problem(topo.server_targets, topo.kind, topo.ssh_config, topo.underlay)
     if bad:                                   # real servers (cluster.servers)
         need(False, path, f"topology.{bad[0]}", *bad[1:])
     need(16_384 <= topo.buffer_bytes <= 1 << 30, path, "topology.buffer_bytes",

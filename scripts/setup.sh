@@ -66,7 +66,7 @@ if [ ! -f "$stamp" ] || [ "$repo/setup.cfg" -nt "$stamp" ] || [ "$repo/setup.py"
     echo "setup: installing the project into $venv"
     log="$venv/pip-install.log"
     if ! { "$venv/bin/python" -m pip install --upgrade pip &&
-           "$venv/bin/python" -m pip install -e "$repo[test]"; } >"$log" 2>&1; then
+           "$venv/bin/python" -m pip install -e "$repo[test,emulation]"; } >"$log" 2>&1; then
         tail -n 30 "$log" >&2
         echo "setup: installing the project failed; full log in $log" >&2
         exit 1

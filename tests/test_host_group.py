@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from emulator.launch.launcher import HostProcesses, default_processes, split
+from emulator.launch.capacity import default_processes
+from emulator.launch.launcher import HostProcesses, split
 from hosts import group
 from hosts.cc import CcConfig
 from hosts.config import GroupConfig, HostConfig, MemberConfig, MessageConfig, TransportParams

@@ -9,13 +9,13 @@ import pytest
 
 from emulator.analysis import report
 from emulator.cli import main as cli_main
+from emulator.home import root as project_root
 from emulator.rundir import RunFolder
 from emulator.sim.run import SimError, run_sim
 from emulator.spec import load
-from topologies.wiring import REPO_ROOT
 
-TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")
-FIG5 = os.path.join(REPO_ROOT, "runs", "fig5.toml")
+TABLE1 = os.path.join(project_root(), "runs", "table1.toml")
+FIG5 = os.path.join(project_root(), "runs", "fig5.toml")
 SMALL = ["jobs.0.chunk_bytes=65536", "jobs.0.passes=1"]
 
 
@@ -125,7 +125,7 @@ def test_background_traffic_shares_a_host_link_and_is_dropped_by_its_host(tmp_pa
 
 def test_plain_messages_run_as_the_emulator_runs_them(tmp_path):
     """Fig 9: two flows of one job, different steps, through one port; both delivered."""
-    spec = load(os.path.join(REPO_ROOT, "runs", "fig9.toml"))
+    spec = load(os.path.join(project_root(), "runs", "fig9.toml"))
     meas = run_sim(spec, "baseline", 1, str(tmp_path / "baseline-seed1"))
     assert all(s.ok for s in meas.rank_summaries.values())
     (r,) = summarize(tmp_path)["runs"]

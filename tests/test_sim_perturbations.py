@@ -9,13 +9,13 @@ import os
 import pytest
 
 from emulator.analysis import report
+from emulator.home import root as project_root
 from emulator.rundir import RunFolder
 from emulator.sim.run import run_sim
 from emulator.spec import load
 from runtime.records import Window
-from topologies.wiring import REPO_ROOT
 
-TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")
+TABLE1 = os.path.join(project_root(), "runs", "table1.toml")
 STATIC = ["profile=zhu", "topology.routing=static", "jobs.0.chunk_bytes=65536",
           "jobs.0.passes=1"]
 

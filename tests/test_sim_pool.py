@@ -9,14 +9,14 @@ import pytest
 
 from emulator.analysis import report
 from emulator.cli import main as cli_main
+from emulator.home import root as project_root
 from emulator.sim import pool
 from emulator.sim.run import SimError
 from emulator.spec import load
-from topologies.wiring import REPO_ROOT
 
 distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed "
                                                         "(pip install 'symphony-emu[dask]')")
-FIG5 = os.path.join(REPO_ROOT, "runs", "fig5.toml")
+FIG5 = os.path.join(project_root(), "runs", "fig5.toml")
 SMALL = ["jobs.0.chunk_bytes=65536", "jobs.0.passes=1"]
 
 

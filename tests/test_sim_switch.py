@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from emulator import plan as planning
+from emulator.home import root as project_root
 from emulator.rundir import RunFolder
 from emulator.sim import network as simnet
 from emulator.sim import run as simrun
@@ -19,10 +20,9 @@ from runtime.records import FlowReceived, Window
 from runtime.telemetry import read_records
 from switch_agent.queue_model import red_probability
 from switch_agent.symphony import SymphonyTracker
-from topologies.wiring import REPO_ROOT
 
-FIG9 = os.path.join(REPO_ROOT, "runs", "fig9.toml")      # h0, h1 -> h2 through leaf0
-FIG5 = os.path.join(REPO_ROOT, "runs", "fig5.toml")
+FIG9 = os.path.join(project_root(), "runs", "fig9.toml")      # h0, h1 -> h2 through leaf0
+FIG5 = os.path.join(project_root(), "runs", "fig5.toml")
 
 
 class Recorded:

@@ -32,7 +32,7 @@ if __package__ in (None, ""):   # loaded by `mn --custom` (no __file__): find th
 
 from mininet.topo import Topo  # noqa: E402
 
-from cluster import overlay, remote  # noqa: E402
+from cluster import overlay, placement, remote  # noqa: E402
 from topologies import fabric, wiring  # noqa: E402
 
 
@@ -68,7 +68,7 @@ class LeafSpineTopo(Topo):
         wiring.check_pods(pods, cores, leaves, spines, routing, oversubscription)
         given = servers if isinstance(servers, overlay.ServerSet) else None
         n = given.n if given else servers
-        server_of = overlay.server_of_nodes(leaves, spines, hosts_per_leaf, pods, cores, n)
+        server_of = placement.server_of_nodes(leaves, spines, hosts_per_leaf, pods, cores, n)
         self.overlay = given or (overlay.StandInServers(n) if n > 1 else None)
         self.ssh = bool(given or ssh and self.overlay)
 

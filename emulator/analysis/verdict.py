@@ -19,7 +19,7 @@ collective whose result was wrong (that one is an error, not just unfaithful).
 
 from __future__ import annotations
 
-from cluster import overlay
+from cluster import placement
 from emulator.measurements import AgentMeasurements, Measurements
 from emulator.plan.layout import wire_bytes
 from topologies.wiring import L2_BURST_BYTES
@@ -73,7 +73,7 @@ def server_of_hosts(fabric) -> dict | None:
     servers (cluster.overlay)."""
     if fabric.servers <= 1:
         return None
-    return overlay.server_of_nodes(fabric.leaves, fabric.spines, fabric.hosts_per_leaf,
+    return placement.server_of_nodes(fabric.leaves, fabric.spines, fabric.hosts_per_leaf,
                                    fabric.pods, fabric.cores, fabric.servers)
 
 

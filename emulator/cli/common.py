@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from topologies import wiring
+from emulator import home
 
 
 def out_dir(arg: str | None, name: str) -> str:
@@ -24,7 +24,7 @@ def out_dir(arg: str | None, name: str) -> str:
             raise SystemExit(2)
         return out
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return os.path.join(wiring.REPO_ROOT, "runs", "out", f"{stamp}-{name}")
+    return home.path("runs", "out", f"{stamp}-{name}")
 
 
 def sets(args) -> list[str]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
+from emulator import home
 from emulator.cli.common import print_results
-from topologies import wiring
 
 
 def cmd_report(args) -> int:
@@ -29,7 +29,7 @@ def cmd_report(args) -> int:
 
 def cmd_clean(args) -> int:
     from emulator.launch import ledger
-    root = args.dir or os.path.join(wiring.REPO_ROOT, "runs", "out")
+    root = args.dir or home.path("runs", "out")
     if not os.path.isdir(root):
         print(f"symphony-emu clean: {root}: not a folder", file=sys.stderr)
         return 2

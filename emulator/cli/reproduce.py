@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import sys
 
-from topologies.wiring import REPO_ROOT
+from emulator import home
 
-PAGE = os.path.join(REPO_ROOT, "docs", "results.md")
+PAGE = home.path("docs", "results.md")
 
 
 def write_page(data: str, to: str) -> str:

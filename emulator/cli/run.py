@@ -13,7 +13,6 @@ from topologies import wiring
 
 def cmd_run(args) -> int:
     from emulator.analysis import report
-    from emulator.launch import runner
     spec = load_spec(args)
     if spec is None:
         return 2
@@ -90,6 +89,7 @@ def cmd_run(args) -> int:
                        given.get((scheme, seed)), k) for name, scheme, seed, k in runs],
                      args.jobs, args.dask)
             return
+        from emulator.launch import runner     # the fabric: Mininet, root
         for name, scheme, seed, k in runs:
             runner.run_one(spec, scheme, seed, os.path.join(out, name),
                            progress_printer(name), pcap=pcap, repeat=k)
@@ -202,7 +202,7 @@ def reclaim_killed(out: str) -> bool:
 def _layout(spec) -> str:
     """How a run of ``spec`` is laid out on this machine: D, and the processes that serve
     its hosts and switches (architecture §3.4, §5.1)."""
-    from emulator.launch.launcher import default_processes
+    from emulator.launch.capacity import default_processes
     hosts, switches = len(spec.topology.host_names), len(wiring.switch_names(spec.topology))
     sc = spec.scale
     hp = min(hosts, sc.host_processes or default_processes(hosts))

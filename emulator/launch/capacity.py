@@ -30,9 +30,19 @@ import resource
 from dataclasses import dataclass
 
 from emulator import plan as planning
-from emulator.launch.launcher import default_processes
 from emulator.plan import placement
-from cluster.overlay import VXLAN_OVERHEAD_BYTES, server_of_nodes
+from cluster.placement import VXLAN_OVERHEAD_BYTES, server_of_nodes
+
+PER_PROCESS = 8                   # hosts (or switches) one process serves by default, at most
+
+
+def default_processes(n: int) -> int:
+    """How many processes serve ``n`` hosts (or switch agents) by default: one per CPU (a
+    process spends more CPU waking up than moving packets, and each extra runnable one
+    delays the others), more when that would put more than PER_PROCESS in one."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(n, max(cpus, -(-n // PER_PROCESS))))
+
 
 HOSTS_PER_CORE = 32          # benchmarks/scale.py: 64 hosts faithful on 2 cores
 PROCESS_MB = 67              # benchmarks/scale.py: peak RSS of a host process, of an agent

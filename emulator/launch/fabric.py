@@ -30,7 +30,7 @@ from mininet.net import Mininet
 
 from emulator.launch.ledger import Ledger
 from topologies.dumbbell import DumbbellTopo
-from emulator.launch.launcher import default_processes
+from emulator.launch.capacity import default_processes
 from topologies.fabric import FabricSwitch, start_agents
 from topologies.leafspine import LeafSpineTopo
 

@@ -33,12 +33,12 @@ import threading
 import time
 from dataclasses import replace
 
+from emulator.launch.capacity import default_processes
 from hosts import clock
 from hosts.config import STDOUT, GroupConfig, HostConfig, MemberConfig
 from runtime import sched
 from topologies import fabric, wiring
 
-PER_PROCESS = 8                   # hosts (or switches) one process serves by default, at most
 READY_TIMEOUT_S = 120.0           # set-up: imports and expected results of every host
 START_DELAY_S = 0.2               # from the last "ready" to t = 0
 
@@ -308,14 +308,6 @@ class HostProcesses:
                 return f.read()[-nbytes:]
         except FileNotFoundError:
             return ""
-
-
-def default_processes(n: int) -> int:
-    """How many processes serve ``n`` hosts (or switch agents) by default: one per CPU (a
-    process spends more CPU waking up than moving packets, and each extra runnable one
-    delays the others), more when that would put more than PER_PROCESS in one."""
-    cpus = len(os.sched_getaffinity(0))
-    return max(1, min(n, max(cpus, -(-n // PER_PROCESS))))
 
 
 def split(hosts: list[str], processes: int) -> list[list[str]]:

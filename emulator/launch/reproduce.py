@@ -24,10 +24,10 @@ import os
 from emulator.launch import sweep
 from emulator.rundir import RunFolder
 from emulator.spec import load
-from topologies.wiring import REPO_ROOT
+from emulator import home
 
-RUNS = os.path.join(REPO_ROOT, "runs")
-DATA = os.path.join(REPO_ROOT, "docs", "data", "figures")
+RUNS = home.path("runs")
+DATA = home.path("docs", "data", "figures")
 BACKENDS = ("fluid", "sim", "emulation")
 # The seeds each backend runs by default; Figs 4 and 5 rest on more (issue: >= 50
 # simulated, >= 5 emulated), as does the paper's Table 1 layout emulated.

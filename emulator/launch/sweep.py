@@ -21,7 +21,6 @@ import numpy as np
 from emulator.analysis import report
 from emulator.analysis.evidence import print_evidence
 from emulator.analysis.split import TWIN
-from emulator.launch import runner
 from emulator.rundir import RunFolder, run_folders
 from emulator.spec import load, variants
 
@@ -112,6 +111,7 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
             elif backend == "fluid":
                 predict.predict_one(spec, scheme, seed, rundir)
             else:
+                from emulator.launch import runner   # the fabric: Mininet, root
                 print(f"{name}: running", flush=True)
                 runner.run_one(spec, scheme, seed, rundir,
                                progress(name) if progress else None)

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 from emulator.perturbations.base import Context, Perturbation, Timed
 from runtime import wire
-from topologies import fabric
 
 BACKGROUND_PORT = 5201          # iperf3 port of the first background flow (+1 each)
 PAYLOAD_BYTES = 1400            # iperf3's datagrams (-l 1400), and the simulator's
@@ -86,6 +85,7 @@ class Background(Perturbation):
         return f"background {self.src}->{self.dst} stopped"
 
     def close(self) -> None:
+        from topologies import fabric   # emulation only: Mininet's nodes
         for p in self.procs:
             fabric.stop_process(p, 5)
         self.procs.clear()

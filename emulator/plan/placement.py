@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from cluster.overlay import server_of_nodes
+from cluster.placement import server_of_nodes
 from emulator.schema import TopologySpec
 from topologies.wiring import neighbors, switch_names
 
