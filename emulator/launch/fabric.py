@@ -62,7 +62,7 @@ class Leftovers(RuntimeError):
 class LiveFabric:
     """A fabric brought up in Mininet from a topology: its nodes, links, agents and
     overlay, live until :meth:`stop` takes down exactly what :meth:`start` made (the
-    model's view of the same fabric is ``emulator.model.topology.LinkGraph``; the plan's
+    model's view of the same fabric is ``emulator.routing.graph.LinkGraph``; the plan's
     description of it, ``emulator.plan.FabricPlan``)."""
 
     def __init__(self, topo, *, log_level: str = "warning", rundir: str | None = None):

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from emulator.model.ranks import JobInput
-from emulator.model.topology import LinkGraph, dumbbell, leaf_spine
 from emulator.plan.messages import Message
+from emulator.routing.graph import LinkGraph, of_plan
 
 # A rank's processing time between the receive it applies and the send it posts, real
 # scale. What matters is that there is one: without it the fluid model keeps exact ties
@@ -46,15 +46,7 @@ class ModelInputs:
 
 
 def model_inputs(plan) -> ModelInputs:
-    f = plan.fabric
-    if f.kind == "dumbbell":
-        fab = dumbbell(f.hosts_per_leaf, rate_bps=f.rate_bps)
-    else:
-        fab = leaf_spine(f.leaves, f.spines, f.hosts_per_leaf, rate_bps=f.rate_bps,
-                         routing=f.routing, pods=f.pods, cores=f.cores,
-                         oversubscription=f.oversubscription)
-    if f.slow_hops:
-        fab = fab.with_rates({(sw, toward): rate for sw, toward, rate in f.slow_hops})
+    fab = of_plan(plan.fabric)
     delays = {h: max(r.step_delay_s for r in c.ranks) for h, c in plan.hosts.items()
               if c.ranks and any(r.step_delay_s for r in c.ranks)}
     jobs = tuple(JobInput.from_layout(lay, delays) for lay in plan.layouts)

@@ -4,7 +4,7 @@ are max-min fair, recomputed at every flow start and end and every link event.
 What is modelled: the ranks' programs exactly as ``hosts.rank`` runs them
 (``emulator.model.ranks``: dependency rule, passes, compute gaps, training programs,
 ``after_job``, stragglers); every step flow carries ``wire_bytes(payload, mtu)`` (the
-bytes ``theoretical_cct_s`` counts) over the fabric's links (``emulator.model.topology``);
+bytes ``theoretical_cct_s`` counts) over the fabric's links (``emulator.routing.graph``);
 routing by the kernel's tables, with ECMP as a seeded uniform choice per flow and hop, or
 along given paths; fixed-rate background flows; links going down and up, or changing rate.
 Rates: max-min fair by progressive filling (ideal congestion control), under a scheme's
@@ -16,9 +16,9 @@ and serialization delay; retransmissions (a black-holed flow just waits for a ro
 Symphony's marking (its best case is bounded by ``ideal-priority``); 16-bit step
 wrap-around (steps are compared unmasked; records carry them masked, as on the wire).
 
-ECMP choice: the Linux hash of a flow's 5-tuple is modelled as a uniform ``u`` in [0, 1)
-per (source/destination IP, UDP source port) and switch: a keyed hash (BLAKE2b) whose key
-is drawn once from ``rng``. One draw per source port: with ``per_step_sport`` (the NIC's
+ECMP choice (``emulator.routing.ecmp``, the simulation's too): the Linux hash of a
+flow's 5-tuple is modelled as a uniform ``u`` in [0, 1) per (source/destination IP, UDP
+source port) and switch: a keyed hash (BLAKE2b) whose key is drawn once from ``rng``. One draw per source port: with ``per_step_sport`` (the NIC's
 default) each step's flow gets its own, otherwise one per (job, channel, sender), as
 ``runtime.wire.flow_sport`` makes the ports. The same seed gives the same paths under every
 scheme, whatever the timing (runs compare pairwise). Independent draws per switch are an
@@ -29,7 +29,6 @@ each flow's start) to take the real ones.
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import random
 from typing import TYPE_CHECKING, Mapping, Sequence, Union
@@ -39,7 +38,8 @@ from emulator.model.priority import Priorities
 from emulator.model.ranks import JobInput, RankProgram
 from emulator.model.records import (INF, BackgroundStream, Flow, FlowKey, LinkEvent,
                                     ModelResult, background_record, flow_records)
-from emulator.model.topology import LinkGraph
+from emulator.routing.ecmp import ecmp_choice, salt_of
+from emulator.routing.graph import LinkGraph
 from runtime import wire
 
 from emulator.plan.layout import JobLayout, wire_bytes
@@ -89,27 +89,8 @@ def simulate(fabric: LinkGraph, jobs: Sequence[JobInput | JobLayout], *,
     return run.run(jobs, background, link_events, messages)
 
 
-def ecmp_choice(salt: int, key: str):
-    """``pick(switch, hops)``: the equal-cost hop a flow of ``key`` (its 5-tuple as
-    "src_ip/dst_ip/sport") takes at ``switch``, a keyed hash salted by the run
-    (independent per switch: the module's docstring says what that assumes)."""
-    def pick(switch, hops):
-        h = hashlib.blake2b(f"{salt}/{key}/{switch}".encode(), digest_size=8)
-        return hops[int.from_bytes(h.digest(), "big") * len(hops) >> 64]
-    return pick
-
-
 def _seq_of(f: Flow) -> int:
     return f.seq
-
-
-def salt_of(rng) -> int:
-    """The 64-bit salt of the ECMP hash a run draws from ``rng`` (see :func:`simulate`)."""
-    if rng is None or isinstance(rng, int):
-        return random.Random(rng or 0).getrandbits(64)
-    if hasattr(rng, "getrandbits"):
-        return rng.getrandbits(64)
-    return int(rng.integers(0, 2**63))           # numpy Generator
 
 
 class _Run:

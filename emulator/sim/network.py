@@ -17,7 +17,7 @@ switch code the emulator runs.
   store-and-forward delay per hop, no propagation delay), which is also what the
   lockstep bound assumes (``emulator.plan.layout.theoretical_cct_s``).
 * **Routing**: per packet by the fabric's next hops; among equal-cost hops the model's
-  seeded keyed hash of the 5-tuple (``emulator.model.simulate.ecmp_choice``, as
+  seeded keyed hash of the 5-tuple (``emulator.routing.ecmp.ecmp_choice``, as
   ``predict`` draws paths), or a given path per flow (an emulated run's recorded paths).
 
 * **Hosts' timing**: each datagram reaches its host's NIC an exponential delay after it
@@ -181,7 +181,7 @@ class SimNic(NicCore):
 
 
 class Network:
-    """Hosts and switches of one ``emulator.model.topology.LinkGraph`` on one :class:`Loop`.
+    """Hosts and switches of one ``emulator.routing.graph.LinkGraph`` on one :class:`Loop`.
 
     ``pipelines[switch]``: the switch's ``SwitchPipeline``, keyed by port index (its
     ``ports`` are built here: one per link, named as the emulator names interfaces by

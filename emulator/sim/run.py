@@ -32,9 +32,9 @@ from dataclasses import replace
 from functools import partial
 
 from emulator import plan as planning
-from emulator.model.from_plan import model_inputs
 from emulator.measurements import AgentMeasurements, Measurements, SimStats
-from emulator.model.simulate import ecmp_choice, salt_of
+from emulator.routing import graph
+from emulator.routing.ecmp import ecmp_choice, salt_of
 from emulator.rundir import RunFolder
 from emulator.sim.loop import Loop
 from emulator.sim.network import Network, SimNic, Wakeups
@@ -123,7 +123,7 @@ def _simulate(plan, spec_raw: dict, spec_path: str | None, rundir: str,
                           sim={"paths_given": len(paths or {})})
     wall0, cpu0 = time.perf_counter(), time.process_time()
     loop = Loop()
-    fab = model_inputs(plan).fabric
+    fab = graph.of_plan(plan.fabric)
     f = plan.fabric
     pods = f.pods > 1
 

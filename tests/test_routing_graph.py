@@ -1,9 +1,9 @@
-"""emulator.model.topology: the link graph and the kernel's routes, as the model sees them.
+"""emulator.routing.graph: the link graph and the kernel's routes, as the model sees them.
 Pure (the route tables come from topologies.fabric, nothing is set up)."""
 
 import pytest
 
-from emulator.model.topology import dumbbell, from_topology, leaf_spine
+from emulator.routing.graph import dumbbell, from_topology, leaf_spine
 from emulator.schema import TopologySpec
 from topologies import wiring
 

@@ -191,3 +191,17 @@ def from_topology(topo, rate_bps: float) -> LinkGraph:
     return leaf_spine(topo.leaves, topo.spines, topo.hosts_per_leaf, rate_bps=rate_bps,
                       routing=topo.routing, pods=topo.pods, cores=topo.cores,
                       oversubscription=topo.oversubscription)
+
+
+def of_plan(f) -> LinkGraph:
+    """The graph of a run plan's fabric (``plan.FabricPlan``): its shape, routing and
+    rates, with the slower hops an imbalance perturbation gives."""
+    if f.kind == "dumbbell":
+        fab = dumbbell(f.hosts_per_leaf, rate_bps=f.rate_bps)
+    else:
+        fab = leaf_spine(f.leaves, f.spines, f.hosts_per_leaf, rate_bps=f.rate_bps,
+                         routing=f.routing, pods=f.pods, cores=f.cores,
+                         oversubscription=f.oversubscription)
+    if f.slow_hops:
+        fab = fab.with_rates({(sw, toward): rate for sw, toward, rate in f.slow_hops})
+    return fab
