@@ -63,3 +63,31 @@ def test_every_pure_module_imports_without_mininet():
     # the list above is the emulation's, not a place to hide a module: each one on it does
     # need Mininet (or is no longer emulation-only and should leave the list)
     assert set(failed) == EMULATION_ONLY, sorted(EMULATION_ONLY - set(failed))
+
+
+def test_an_emulation_command_without_mininet_says_so_in_one_line(monkeypatch, capsys):
+    """Where Mininet is not installed, ``run`` of the emulation (here as root) names what
+    is missing and what still works, instead of a traceback."""
+    import builtins
+
+    from emulator import cli
+
+    real = builtins.__import__
+
+    def no_mininet(name, *a, **kw):
+        if name.split(".")[0] == "mininet":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real(name, *a, **kw)
+    for m in [m for m in sys.modules if m.split(".")[0] in ("mininet", "topologies")
+              or m in ("emulator.launch.runner", "emulator.launch.fabric",
+                       "emulator.launch.launcher")]:
+        monkeypatch.delitem(sys.modules, m)
+    monkeypatch.setattr(builtins, "__import__", no_mininet)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    rc = cli.main(["run", os.path.join(REPO_ROOT, "runs", "fig9.toml"), "--seeds", "1",
+                   "--out", os.path.join(REPO_ROOT, "runs", "out", "never-made")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert err[-1].startswith("symphony-emu run: the emulation needs mininet")
+    assert "--backend sim" in err[-1]
+    assert not os.path.exists(os.path.join(REPO_ROOT, "runs", "out", "never-made"))

@@ -39,6 +39,10 @@ COMMANDS = {"run": ("run", "cmd_run"), "sweep": ("sweep", "cmd_sweep"),
             "upgrade": ("folders", "cmd_upgrade"), "core": ("core", "cmd_core")}
 
 
+# what only the emulation imports (docs/usage.md, "The simulator alone")
+EMULATION_PACKAGES = ("mininet", "pyroute2")
+
+
 def _handler(command: str):
     module, name = COMMANDS[command]
 
@@ -60,6 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.func(args)
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] not in EMULATION_PACKAGES:
+            raise
+        print(f"symphony-emu {args.command}: the emulation needs {e.name}, which this "
+              "installation lacks (scripts/setup.sh installs it; --backend sim, predict, "
+              "reproduce --backend fluid|sim and report do not need it)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("\nsymphony-emu: interrupted; everything this run created has been removed",
               file=sys.stderr)

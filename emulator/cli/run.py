@@ -28,6 +28,8 @@ def cmd_run(args) -> int:
         print("symphony-emu run: needs root (network namespaces, iptables); "
               "--backend sim does not", file=sys.stderr)
         return 2
+    if not sim:
+        from emulator.launch import runner    # the fabric: Mininet, root
     if sim and (args.pcap or args.servers):
         print(f"symphony-emu run: --{'pcap' if args.pcap else 'servers'} is for the "
               "emulation; --backend sim has no packets to capture or servers to use",
@@ -89,7 +91,6 @@ def cmd_run(args) -> int:
                        given.get((scheme, seed)), k) for name, scheme, seed, k in runs],
                      args.jobs, args.dask)
             return
-        from emulator.launch import runner     # the fabric: Mininet, root
         for name, scheme, seed, k in runs:
             runner.run_one(spec, scheme, seed, os.path.join(out, name),
                            progress_printer(name), pcap=pcap, repeat=k)
