@@ -102,10 +102,12 @@ def _comm(pid: int) -> str:
 
 def test_a_two_pod_fabric_is_built_node_by_node_through_the_servers_sshds(tmp_path):
     from emulator.launch.fabric import LiveFabric
+    from cluster.nodes import ServerNodes
     from topologies.leafspine import LeafSpineTopo
     before_ns, before_veths = _netns(), _root_veths()
-    topo = LeafSpineTopo(leaves=1, spines=1, hosts_per_leaf=2, pods=2, cores=1, servers=2,
-                         ssh=True, with_agent=False, rundir=str(tmp_path))
+    nodes = ServerNodes(2, leaves=1, spines=1, hosts_per_leaf=2, pods=2, cores=1, ssh=True)
+    topo = LeafSpineTopo(leaves=1, spines=1, hosts_per_leaf=2, pods=2, cores=1, nodes=nodes,
+                         with_agent=False, rundir=str(tmp_path))
     shells = []
     with LiveFabric(topo) as fab:
         net = fab.net
@@ -139,10 +141,12 @@ def test_switch_agents_run_on_their_servers_and_their_telemetry_comes_back_over_
     from emulator.launch.fabric import LiveFabric
     from runtime.records import AgentFinal
     from runtime.telemetry import read_records
+    from cluster.nodes import ServerNodes
     from topologies.leafspine import LeafSpineTopo
     before_ns = _netns()
-    topo = LeafSpineTopo(leaves=1, spines=1, hosts_per_leaf=1, pods=2, cores=1, servers=2,
-                         ssh=True, agent_processes=2, rundir=str(tmp_path))
+    nodes = ServerNodes(2, leaves=1, spines=1, hosts_per_leaf=1, pods=2, cores=1, ssh=True)
+    topo = LeafSpineTopo(leaves=1, spines=1, hosts_per_leaf=1, pods=2, cores=1, nodes=nodes,
+                         agent_processes=2, rundir=str(tmp_path))
     with LiveFabric(topo) as fab:
         net = fab.net
         for sw in net.switches:

@@ -32,8 +32,24 @@ if __package__ in (None, ""):   # loaded by `mn --custom` (no __file__): find th
 
 from mininet.topo import Topo  # noqa: E402
 
-from cluster import overlay, placement, remote  # noqa: E402
 from topologies import fabric, wiring  # noqa: E402
+
+
+class LocalNodes:
+    """Every node on this machine: the fabric's own switch and host classes, veth links
+    (a fabric over several servers is ``cluster.nodes.ServerNodes``, which its caller
+    gives the topology)."""
+    overlay = None
+    ssh = False
+
+    def switch(self, name: str) -> dict:
+        return {"cls": fabric.FabricSwitch}
+
+    def host(self, name: str) -> dict:
+        return {"cls": fabric.FabricHost}
+
+    def link(self, a: str, b: str) -> dict:
+        return {}
 
 
 class LeafSpineTopo(Topo):
@@ -45,45 +61,29 @@ class LeafSpineTopo(Topo):
     def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=wiring.DEFAULT_RATE_BPS,
               buffer_bytes=wiring.DEFAULT_BUFFER_BYTES, routing="ecmp", agents=None,
               rundir=None, with_agent=True, port_rates=None, qdisc="fifo", pods=1, cores=0,
-              oversubscription=1.0, servers=1, agent_processes=0, pin_cpus=False,
-              ssh=False):
+              oversubscription=1.0, nodes=None, agent_processes=0, pin_cpus=False):
         """``port_rates``: {switch name: {interface: rate_bps}} overrides of single
         egress ports (a slower hop); ``agents``: {switch name: AgentConfig} (a run plan's
         ``agents``; missing ones get ``topologies.fabric.default_agent``); ``qdisc``:
-        every switch port's (``fifo`` | ``pq``, the scheme's);
-        ``servers`` > 1: place whole pods on that many stand-in servers and carry the
-        links between them over VXLAN (``cluster.overlay``; the :class:`LiveFabric`
-        starts and removes the servers as ``self.overlay``); ``agent_processes`` > 0: the
+        every switch port's (``fifo`` | ``pq``, the scheme's); ``nodes``: each node's
+        class and server and each link's class (:class:`LocalNodes` by default; over
+        several servers ``cluster.nodes.ServerNodes``, whose server set the
+        :class:`LiveFabric` starts and removes as ``self.overlay``); ``agent_processes`` > 0: the
         switches' agents run in that many processes, started by the :class:`LiveFabric`
         once every switch is up (``topologies.fabric.start_agents``, each on one CPU with
-        ``pin_cpus``), instead of one per switch as each starts; ``ssh`` (with
-        ``servers`` > 1): each stand-in server runs an sshd and every node is started and
-        configured through it, the agents run there (``cluster.remote``); ``servers``
-        as a :class:`cluster.overlay.ServerSet` (real servers,
-        ``cluster.servers.Servers``): whole pods on those, reached over ssh."""
+        ``pin_cpus``), instead of one per switch as each starts."""
         wiring.check_shape(leaves, spines, hosts_per_leaf, routing)
         self.rundir = rundir             # the run's folder: its ledger (emulator.launch.ledger)
         self.agent_processes = agent_processes if with_agent else 0
         self.pin_cpus = pin_cpus
         wiring.check_pods(pods, cores, leaves, spines, routing, oversubscription)
-        given = servers if isinstance(servers, overlay.ServerSet) else None
-        n = given.n if given else servers
-        server_of = placement.server_of_nodes(leaves, spines, hosts_per_leaf, pods, cores, n)
-        self.overlay = given or (overlay.StandInServers(n) if n > 1 else None)
-        self.ssh = bool(given or ssh and self.overlay)
-
-        def where(name):           # a node's class and its server, when reached over ssh
-            if not self.ssh:
-                return {}
-            return {"overlay": self.overlay, "server": server_of[name]}
+        nodes = nodes or LocalNodes()
+        self.overlay, self.ssh = nodes.overlay, nodes.ssh
 
         def link(a, b, **opts):
-            sa, sb = server_of[a], server_of[b]
-            if sa != sb:
-                opts.update(cls=overlay.VxlanLink, overlay=self.overlay, servers=(sa, sb))
-            self.addLink(a, b, **opts)
+            self.addLink(a, b, **opts, **nodes.link(a, b))
         agents = agents or {}
-        switch_opts = dict(cls=remote.RemoteFabricSwitch if self.ssh else fabric.FabricSwitch, rate_bps=rate_bps, buffer_bytes=buffer_bytes,
+        switch_opts = dict(rate_bps=rate_bps, buffer_bytes=buffer_bytes,
                            rundir=rundir,
                            with_agent="later" if with_agent and agent_processes else with_agent,
                            inNamespace=True,
@@ -99,27 +99,25 @@ class LeafSpineTopo(Topo):
             self.addSwitch(name, routes=wiring.leaf_routes(t, leaves, spines, hosts_per_leaf,
                                                            routing, pods),
                            port_rate_bps=rates(name), agent=agents.get(name), **switch_opts,
-                           **where(name))
+                           **nodes.switch(name))
         for g in range(spines * pods):
             name = wiring.spine_name(g)
             uplinks = {wiring.spine_port_to_core(g, c, leaves): core_rate for c in range(cores)}
             self.addSwitch(name, routes=wiring.spine_routes(g, leaves, spines, pods, cores),
                            port_rate_bps=rates(name, uplinks), agent=agents.get(name),
-                           **switch_opts, **where(name))
+                           **switch_opts, **nodes.switch(name))
         for c in range(cores):
             name = wiring.core_name(c)
             down = {wiring.core_port_to_spine(c, g): core_rate for g in range(spines * pods)}
             self.addSwitch(name, routes=wiring.core_routes(c, leaves, spines, pods),
                            port_rate_bps=rates(name, down), agent=agents.get(name),
-                           **switch_opts, **where(name))
+                           **switch_opts, **nodes.switch(name))
         for t in range(leaves * pods):
             for i in range(hosts_per_leaf):
                 name = wiring.host_name(t, i, hosts_per_leaf)
-                h = self.addHost(name,
-                                 cls=remote.RemoteFabricHost if self.ssh else fabric.FabricHost,
-                                 ip=wiring.host_ip(t, i) + "/24",
+                h = self.addHost(name, ip=wiring.host_ip(t, i) + "/24",
                                  defaultRoute="via " + wiring.host_gateway(t, i),
-                                 rate_bps=rate_bps, buffer_bytes=buffer_bytes, **where(name))
+                                 rate_bps=rate_bps, buffer_bytes=buffer_bytes, **nodes.host(name))
                 link(h, wiring.leaf_name(t), params2={"ip": wiring.host_gateway(t, i) + "/24"})
             pod = t // leaves
             for g in range(pod * spines, (pod + 1) * spines):
@@ -152,10 +150,14 @@ def main(argv: list[str]) -> int:
     """``python3 topologies/leafspine.py [SPEC] [cli options]``: the spec's fabric and the
     CLI, as ``symphony-emu cli SPEC`` (which owns the fabric's life: built, agents started,
     everything removed at ``exit`` or Ctrl-C)."""
-    from emulator.cli import main as symphony_emu      # the command line stands above us
-    spec = argv[0] if argv and not argv[0].startswith("-") else os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runs", "table1.toml")
-    return symphony_emu(["cli", spec, *(argv[1:] if argv and argv[0] == spec else argv)])
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    given = bool(argv) and not argv[0].startswith("-")
+    spec = os.path.abspath(argv[0]) if given else os.path.join(root, "runs", "table1.toml")
+    # the command line stands above this floor: run it, rather than import it
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    os.execve(sys.executable, [sys.executable, "-m", "emulator.cli", "cli", spec,
+                               *(argv[1:] if given else argv)], env)
 
 
 if __name__ == "__main__":

@@ -45,14 +45,19 @@ def topology(plan, rundir: str):
                 pin_cpus=plan.pin_cpus)
     if f.kind == "dumbbell":
         return DumbbellTopo(f.hosts_per_leaf, **opts)
-    servers = f.servers
-    if f.server_targets:                     # real servers, over the user's ssh
-        from cluster.servers import Servers
-        servers = Servers(list(f.server_targets), f.ssh_config or None,
-                          list(f.underlay) or None, f.underlay_bps or None)
+    nodes = None                              # every node here (LocalNodes)
+    if f.servers > 1 or f.server_targets:     # whole pods on servers, cut links over VXLAN
+        from cluster.nodes import ServerNodes
+        servers = f.servers
+        if f.server_targets:                  # real servers, over the user's ssh
+            from cluster.servers import Servers
+            servers = Servers(list(f.server_targets), f.ssh_config or None,
+                              list(f.underlay) or None, f.underlay_bps or None)
+        nodes = ServerNodes(servers, leaves=f.leaves, spines=f.spines,
+                            hosts_per_leaf=f.hosts_per_leaf, pods=f.pods, cores=f.cores,
+                            ssh=f.ssh)
     return LeafSpineTopo(f.leaves, f.spines, f.hosts_per_leaf, pods=f.pods, cores=f.cores,
-                         oversubscription=f.oversubscription, servers=servers,
-                         ssh=f.ssh, **opts)
+                         oversubscription=f.oversubscription, nodes=nodes, **opts)
 
 
 class Leftovers(RuntimeError):
