@@ -330,3 +330,30 @@ def test_an_interrupted_run_is_simulated_anew_not_appended_to(tmp_path):
     with open(os.path.join(again, "h0.jsonl")) as a, open(os.path.join(clean, "h0.jsonl")) as c:
         assert len(a.readlines()) == len(c.readlines())
     assert [n for n in os.listdir(tmp_path) if n.startswith(".sim-")] == []
+
+
+def test_run_runs_every_scheme_named_by_a_repeated_scheme_option(tmp_path, capsys):
+    """--scheme is repeatable in run as in predict and sweep: each scheme named runs (a
+    second one was silently dropped: only the last ran), once each however often named."""
+    rc = cli_main(["run", FIG5, "--backend", "sim", "--seeds", "1", "--scheme", "baseline",
+                   "--scheme", "symphony", "--scheme", "baseline", "--no-plots", "--out",
+                   str(tmp_path), "--set", "jobs.0.chunk_bytes=65536",
+                   "--set", "jobs.0.passes=1"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "2 scheme(s) x 1 seed(s)" in out
+    assert sorted(p.name for p in tmp_path.iterdir() if (p / "manifest.json").exists()) == \
+        ["baseline-seed1", "symphony-seed1"]
+    s = json.load(open(tmp_path / "summary.json"))
+    assert sorted(s["comparison"]) == ["baseline", "symphony"]
+    assert "Symphony vs baseline, median CCT:" in out
+    rc = cli_main(["run", FIG5, "--backend", "sim", "--scheme", "baseline", "--scheme",
+                   "fast", "--out", str(tmp_path / "no")])
+    assert rc == 2 and capsys.readouterr().err == (
+        "symphony-emu run: --scheme 'fast': allowed: baseline, symphony, pq\n")
+    from emulator.cli.live import cmd_cli
+    import argparse
+    assert cmd_cli(argparse.Namespace(scheme=["baseline", "symphony"])) == 2
+    assert capsys.readouterr().err == (
+        "symphony-emu cli: --scheme given 2 times (baseline, symphony): the CLI runs one "
+        "fabric under one scheme; give one (`symphony-emu run` runs several)\n")
