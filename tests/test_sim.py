@@ -357,3 +357,43 @@ def test_run_runs_every_scheme_named_by_a_repeated_scheme_option(tmp_path, capsy
     assert capsys.readouterr().err == (
         "symphony-emu cli: --scheme given 2 times (baseline, symphony): the CLI runs one "
         "fabric under one scheme; give one (`symphony-emu run` runs several)\n")
+
+
+def test_report_on_one_run_folder_reports_that_run_and_labels_its_twin(tmp_path, capsys):
+    """`report RUNSET/baseline-seed2` on an emulated run (a simulated one standing in, its
+    manifest says emulation) reads that run -- its backend, its seed, its CCT -- with its
+    twin (``twin/`` inside it, here of another seed to tell them apart) shown only in the
+    split, labelled the twin. It used to find the twin as the folder's only run and report
+    it under the run's name: backend sim, seed 3. The twin reported on its own says whose
+    twin it is."""
+    run = tmp_path / "set" / "baseline-seed2"
+    spec = load(FIG5, SMALL)
+    run_sim(spec, "baseline", 2, str(run))
+    man = json.load(open(run / "manifest.json"))
+    json.dump({**man, "backend": "emulation"}, open(run / "manifest.json", "w"))
+    run_sim(spec, "baseline", 3, str(run / "twin"), host_delay_s=0.0)
+    own = summarize(tmp_path / "set")["runs"][0]["jobs"][0]["collectives"][0]["cct_s"]
+    twin = report.analyze_run(str(run / "twin"), twin=False)["jobs"][0]["collectives"][0][
+        "cct_s"]
+    assert own != pytest.approx(twin, rel=1e-3)
+    capsys.readouterr()
+    assert cli_main(["report", str(run)]) == 0
+    out = capsys.readouterr().out
+    s = json.load(open(run / "summary.json"))
+    (r,) = s["runs"]
+    assert (r["backend"], r["seed"], r["rundir"], s["backend"]) == \
+        ("emulation", 2, ".", "emulation")
+    assert r["jobs"][0]["collectives"][0]["cct_s"] == pytest.approx(own)
+    assert r["split"]["twin"] == "simulated"
+    (c,) = r["split"]["jobs"][0]["collectives"]
+    assert c["sim_s"] == pytest.approx(twin) and c["emulated_s"] == pytest.approx(own)
+    assert out.startswith(f"# the run in {run} (emulation, baseline seed 2)\n")
+    assert " baseline    2   1    0 " in out and " baseline    3   1 " not in out
+    assert "twin(ms)" in out
+    assert not os.path.exists(run / "twin" / "summary.json")
+    # the twin on its own: labelled as the twin, never as the run
+    assert cli_main(["report", str(run / "twin")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"# {run / 'twin'}: the simulated twin (backend sim) of the run in "
+                          f"{run}, not that run\n")
+    assert json.load(open(run / "twin" / "summary.json"))["runs"][0]["twin_of"] == str(run)

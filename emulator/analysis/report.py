@@ -123,7 +123,7 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
     backend = man.get("backend", "emulation")
     out = {"scheme": man["scheme"], "seed": man["seed"], "repeat": man.get("repeat", 1),
            "rundir": rundir,
-           "backend": backend, "order": sorted({lay.order for lay in lays}), "jobs": jobs_out,
+           "backend": backend, "twin_of": twin_of(rundir), "order": sorted({lay.order for lay in lays}), "jobs": jobs_out,
            "together_throughput_bps": together, "transport": transport, "fidelity": fid}
     if backend == "emulation" and (jobs_out or messages) and run.done:
         out["split"] = split.replay(run, twin)
@@ -136,6 +136,17 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
     return out
 
 
+def twin_of(rundir: str) -> str | None:
+    """The emulated run whose simulated twin ``rundir`` is (``<run>/twin/``,
+    ``split.TWIN``), or None: a twin has its run's name, scheme and seed, so every place
+    that shows it says whose twin it is."""
+    path = os.path.normpath(os.path.abspath(rundir))
+    parent = os.path.dirname(path)
+    if os.path.basename(path) == split.TWIN and RunFolder(parent).is_run:
+        return parent
+    return None
+
+
 def run_dirs(out_dir: str) -> list[str]:
     return [r.path for r in run_folders(out_dir)]
 
@@ -145,15 +156,17 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     """Analyze every run folder in ``out_dir`` into ``summary.json`` (and, with
     ``exports``, each emulated run's tables and trace -- made again with ``fresh``, else
     kept when newer than the run --, ``nccl-tests-<scheme>.json`` and the ``index.html`` pages:
-    ``emulator.analysis.export``, ``page``)."""
-    folders = run_folders(out_dir)
+    ``emulator.analysis.export``, ``page``).
+
+    ``out_dir`` may be one run's folder: then that run alone is reported (its
+    ``summary.json`` and plots in its folder, its own ``index.html``), never the folders
+    inside it -- an emulated run holds its simulated twin in ``twin/``, which is shown
+    only as the twin, in the split."""
+    single = RunFolder(out_dir).is_run
+    folders = [RunFolder(out_dir)] if single else run_folders(out_dir)
     runs = sorted((analyze_run(r.path, twin) for r in folders),
                   key=lambda r: (r["scheme"], r["seed"]))
     if not runs:
-        if RunFolder(out_dir).is_run:
-            raise FileNotFoundError(
-                f"{out_dir}: one run's folder; report reads the folder that holds runs: "
-                f"symphony-emu report {os.path.dirname(os.path.abspath(out_dir))}")
         raise FileNotFoundError(f"{out_dir}: no run folders (with manifest.json) found")
     # A wrong result or broken fidelity is reported loudly and never averaged in.
     good = [r for r in runs if r["fidelity"]["faithful"]]
@@ -164,6 +177,7 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     man, plan = folders[0].manifest, folders[0].plan
     summary = {"name": man["name"], "backend": man.get("backend", "emulation"),
                "order": sorted({o for r in runs for o in r["order"]}),
+               "run_folder": out_dir if single else None,     # report of one run's folder
                "spec": man["spec"], "scale": {"dilation": plan.scale.dilation},
                "link_rate_bps": plan.link_rate_bps, "runs": runs,
                "comparison": compare(good), "seeds": compare_seeds(good),
@@ -189,7 +203,8 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
             export.write_collectives(r)
             page.run_page(r)
         nccl.write_nccl_tests_json(out_dir, summary)
-        page.set_page(out_dir, summary, console.console_text(summary))
+        if not single:                    # one run's folder: its index.html is the run's
+            page.set_page(out_dir, summary, console.console_text(summary))
     return summary
 
 
