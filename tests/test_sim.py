@@ -397,3 +397,44 @@ def test_report_on_one_run_folder_reports_that_run_and_labels_its_twin(tmp_path,
     assert out.startswith(f"# {run / 'twin'}: the simulated twin (backend sim) of the run in "
                           f"{run}, not that run\n")
     assert json.load(open(run / "twin" / "summary.json"))["runs"][0]["twin_of"] == str(run)
+
+
+def test_a_run_with_a_damaged_measurements_file_is_named_and_left_out(tmp_path, capsys):
+    """Two seeds x two schemes; symphony seed 2's measurements.json cut in half. report
+    names that file and why (not JSON, at which byte), leaves the run out of every median
+    and comparison -- Symphony's median CCT is seed 1's alone -- reports the three others,
+    and exits 1. It used to refuse the whole set (exit 2) or, at the run's own folder,
+    report its twin with no word of the damage."""
+    out = tmp_path / "set"
+    assert cli_main(["run", FIG5, "--backend", "sim", "--seeds", "2", "--scheme", "baseline",
+                     "--scheme", "symphony", "--no-plots", "--out", str(out)]
+                    + [f"--set={s}" for s in SMALL]) == 0
+    whole = json.load(open(out / "summary.json"))
+    cct = {(r["scheme"], r["seed"]): r["jobs"][0]["collectives"][0]["cct_s"]
+           for r in whole["runs"]}
+    assert cct[("symphony", 1)] != pytest.approx(cct[("symphony", 2)], rel=1e-3)
+    meas = out / "symphony-seed2" / "measurements.json"
+    text = meas.read_text()
+    meas.write_text(text[:len(text) // 2])
+    capsys.readouterr()
+    assert cli_main(["report", str(out)]) == 1
+    got = capsys.readouterr()
+    why = f"{meas}: damaged, not JSON ("
+    assert got.err.startswith(f"symphony-emu report: {why}") and got.err.endswith(
+        f" of {len(text) // 2}); run it again or remove the run's folder (left out of the "
+        "report)\n") and got.err.count("\n") == 1
+    assert f"\nDAMAGED symphony seed 2, left out of every median and comparison: {why}" \
+        in got.out
+    assert "1 of 4 runs are left out of the medians above" in got.out
+    s = json.load(open(out / "summary.json"))
+    assert sorted((r["scheme"], r["seed"]) for r in s["runs"]) == \
+        [("baseline", 1), ("baseline", 2), ("symphony", 1)]
+    (d,) = s["damaged"]
+    assert (d["rundir"], d["scheme"], d["seed"]) == ("symphony-seed2", "symphony", 2)
+    assert {"scheme": "symphony", "seed": 2, "repeat": 1, "damaged": True} in s["excluded"]
+    assert s["comparison"]["symphony"]["cct_s"] == pytest.approx(cct[("symphony", 1)])
+    assert s["seeds"]["paired"]["symphony"]["seeds"] == [1]
+    assert "DAMAGED" in (out / "index.html").read_text()
+    # the run's own folder: nothing else to report, the damage is the answer (exit 2)
+    assert cli_main(["report", str(out / "symphony-seed2")]) == 2
+    assert capsys.readouterr().err.startswith(f"symphony-emu report: {why}")

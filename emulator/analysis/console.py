@@ -253,9 +253,13 @@ def print_emulation_delay(summary: dict) -> None:
 def print_verdicts(summary: dict) -> None:
     """Wrong results (errors) and unfaithful runs, loudly, one line per run; they are left
     out of every median above."""
+    damaged = summary.get("damaged") or []
     if summary.get("excluded"):
-        print(f"\n{len(summary['excluded'])} of {len(summary['runs'])} runs are left out of "
-              f"the medians above (below: why)")
+        print(f"\n{len(summary['excluded'])} of {len(summary['runs']) + len(damaged)} runs "
+              f"are left out of the medians above (below: why)")
+    for d in damaged:
+        print(f"\nDAMAGED {d['scheme'] or '?'} seed {d['seed'] or '?'}, left out of every "
+              f"median and comparison: {d['why']}")
     again = sum(r.get("repeat", 1) > 1 for r in summary["runs"])
     if again:
         print(f"\n{again} runs are a seed's repeats (--repeat): read for the noise floor "

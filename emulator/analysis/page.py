@@ -149,7 +149,9 @@ def set_page(out_dir: str, summary: dict, console: str = "") -> str:
         [[_link(os.path.relpath(os.path.join(r["rundir"], "index.html"), out_dir),
                 f"{r['scheme']} seed {r['seed']}"), _verdict(r),
           "; ".join(r["fidelity"].get("errors", []) + r["fidelity"].get("reasons", []))]
-         for r in runs]))
+         for r in runs]
+        + [[f"{d['scheme']} seed {d['seed']}", _raw('<span class="bad">DAMAGED</span>'),
+            d["why"]] for d in summary.get("damaged", [])]))
     for p in summary.get("plots", []):
         rel = os.path.relpath(p, out_dir)
         body.append(f'<h3>{_e(rel)}</h3><img src="{html.escape(rel, quote=True)}" alt="{_e(rel)}">')

@@ -30,8 +30,8 @@ from emulator.analysis.stats import median_interval
 from emulator.analysis.evidence import evidence, noise_floor, primary_metric
 from emulator.plan.layout import collective_bytes, theoretical_cct_s
 from emulator.schemes import SCHEMES
-from emulator.rundir import RunFolder, run_folders
-from runtime.records import CollectiveDone, FlowSent, MessageSummary
+from emulator.rundir import DamagedRun, OlderRun, RunFolder, run_folders
+from runtime.records import CollectiveDone, FlowSent, MessageSummary, RecordError
 
 
 def analyze_run(rundir: str, twin: bool = True) -> dict:
@@ -164,10 +164,22 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     only as the twin, in the split."""
     single = RunFolder(out_dir).is_run
     folders = [RunFolder(out_dir)] if single else run_folders(out_dir)
-    runs = sorted((analyze_run(r.path, twin) for r in folders),
-                  key=lambda r: (r["scheme"], r["seed"]))
+    runs, damaged = [], []
+    for folder in folders:
+        # a damaged file (cut short, not JSON, keys no writer writes) leaves its run out of
+        # everything, named with what is damaged, as a failed run is; the others are read
+        try:
+            runs.append(analyze_run(folder.path, twin))
+        except (DamagedRun, RecordError) as e:
+            if single:
+                raise
+            damaged.append(_damaged(folder, e))
+    runs.sort(key=lambda r: (r["scheme"], r["seed"]))
     if not runs:
+        if damaged:
+            raise DamagedRun("; ".join(d["why"] for d in damaged))
         raise FileNotFoundError(f"{out_dir}: no run folders (with manifest.json) found")
+    folders = [f for f in folders if f.path in {r["rundir"] for r in runs}]
     # A wrong result or broken fidelity is reported loudly and never averaged in.
     good = [r for r in runs if r["fidelity"]["faithful"]]
     repeats = good
@@ -190,7 +202,11 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
                # repeats are not excluded, they are the noise floor
                "excluded": [{"scheme": r["scheme"], "seed": r["seed"],
                              "repeat": r.get("repeat", 1)}
-                            for r in runs if not r["fidelity"]["faithful"]]}
+                            for r in runs if not r["fidelity"]["faithful"]]
+                            + [{k: d[k] for k in ("scheme", "seed", "repeat", "damaged")}
+                               for d in damaged],
+               # run folders with a damaged file: named, with what is damaged, read by none
+               "damaged": damaged}
     if plots and any(r["jobs"] for r in runs):
         from emulator.analysis import plots as plotting     # matplotlib only when drawing
         summary["plots"] = plotting.plot_all(out_dir, runs, folders[0])
@@ -208,12 +224,25 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     return summary
 
 
+def _damaged(folder: RunFolder, e: Exception) -> dict:
+    """A run folder a file of which cannot be read: its folder, scheme and seed (from its
+    manifest, when that is what is intact) and what is damaged."""
+    try:
+        man = folder.manifest
+    except (DamagedRun, OlderRun, OSError):
+        man = {}
+    return {"rundir": folder.path, "scheme": man.get("scheme"), "seed": man.get("seed"),
+            "repeat": man.get("repeat", 1), "damaged": True, "why": str(e)}
+
+
 def write_summary(out_dir: str, summary: dict) -> None:
     """``summary.json``, each run's folder given relative to ``out_dir`` (the run set moves
     with its folder, to another machine too); the summary in memory keeps full paths."""
     runs = [{**r, "rundir": os.path.relpath(r["rundir"], out_dir)} for r in summary["runs"]]
+    damaged = [{**d, "rundir": os.path.relpath(d["rundir"], out_dir)}
+               for d in summary.get("damaged", [])]
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
-        json.dump({**summary, "runs": runs}, f, indent=1)
+        json.dump({**summary, "runs": runs, "damaged": damaged}, f, indent=1)
 
 
 def compare(runs: list[dict]) -> dict:
