@@ -132,7 +132,11 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     rp.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
                     help="simulated runs at once (default: this machine's CPUs)")
     rp.add_argument("--page", action="store_true",
-                    help="write the page from the CSVs only (no run)")
+                    help="write the page from the CSVs only (no run); refused for a --data "
+                         "folder with no rows, and for a page that would show fewer seeds of "
+                         "a figure on a backend than the one it replaces (--force)")
+    rp.add_argument("--force", action="store_true",
+                    help="with --page: replace the page even if the new one shows less")
     rp.add_argument("--to", help="with --page: the file (default docs/results.md; its plots "
                     "go to results/ beside it)")
     rp.set_defaults(func=run["reproduce"], needs_root=False)   # emulation checks it itself
