@@ -3,6 +3,7 @@ figure is a resumable sweep whose runs become rows of docs/data/figures/<fig>.cs
 the page is made from those rows and the spec's [[paper]] tables alone."""
 
 import csv
+import os
 import re
 
 from emulator.analysis import figures
@@ -61,3 +62,40 @@ def test_an_unknown_figure_is_refused_naming_the_allowed_ones(capsys):
     err = capsys.readouterr().err
     assert err.startswith("symphony-emu reproduce: fig99: allowed: fig2, fig4, fig5")
     assert "\n" not in err.strip()
+
+
+def test_page_refuses_data_without_rows_and_a_page_that_would_show_less(tmp_path, capsys):
+    """--page from a folder with no rows replaced the page with one of "not yet" and
+    exited 0; now it is one line naming the folder, exit 2, the page as it was. A page
+    that would show fewer seeds than the one it replaces (here: fig9's rows alone against
+    the committed page's 13 figures) is refused naming what it would lose, unless --force."""
+    import shutil
+    committed = os.path.join(os.path.dirname(rp.RUNS), "docs", "results.md")
+    page = tmp_path / "p.md"
+    shutil.copy(committed, page)
+    before = page.read_text()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "fig9.csv").write_text(",".join(rp.COLUMNS) + "\n")     # a header, no row
+    capsys.readouterr()
+    assert cli_main(["reproduce", "--page", "--data", str(empty), "--to", str(page)]) == 2
+    assert capsys.readouterr().err == (
+        f"symphony-emu reproduce: --data {empty}: no figure rows in it (no <figure>.csv with "
+        f"a row); run the figures first (symphony-emu reproduce FIG); {page} left as it was\n")
+    assert page.read_text() == before and not (tmp_path / "p").exists()
+    # one figure's rows: the page would lose every other figure's 200 model seeds...
+    part = tmp_path / "part"
+    part.mkdir()
+    shutil.copy(os.path.join(rp.DATA, "fig9.csv"), part / "fig9.csv")
+    assert cli_main(["reproduce", "--page", "--data", str(part), "--to", str(page)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"symphony-emu reproduce: --page: the page from --data {part} would "
+                          f"show less than {page} does: fig2 model (200 seeds, 0 in --data), ")
+    assert "fig9" not in err and err.count("\n") == 1
+    assert err.endswith(f"; {page} left as it was (--force writes it anyway)\n")
+    assert page.read_text() == before
+    # ... which --force writes all the same
+    assert cli_main(["reproduce", "--page", "--data", str(part), "--to", str(page),
+                     "--force"]) == 0
+    made = page.read_text()
+    assert "| fig2 | not yet (200) |" in made and "| fig9 | 200 of 200 seeds, " in made

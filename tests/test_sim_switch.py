@@ -161,3 +161,32 @@ def test_symphony_counters_equal_the_tracker_run_standalone_over_the_packet_trac
                 for a in meas.agents.values())
     assert checked > 50 and marks > 0, (checked, marks)
     assert meas.sim.port_drops > 0 and not all(q for *_, q in rec.handed)
+
+
+class _Far:
+    """The far end of a port under test: what reached it, and when."""
+
+    def __init__(self):
+        self.got = []
+
+    def arrive(self, node, pkt, t):
+        self.got.append((node, len(pkt), t))
+
+
+@pytest.mark.parametrize("spare_bytes, accepted", [(0, 5), (-1, 4)])
+def test_drop_tail_admits_a_frame_only_if_it_fits_the_buffer_whole(spare_bytes, accepted):
+    """A port's buffer of exactly 5 frames (wire size: IP + Ethernet, as HTB charges)
+    takes 5 frames offered at once and drops the 6th; one byte less and the 5th no longer
+    fits, so it takes 4 and drops 2. Admission counts the frame offered, not only what
+    waits: a buffer judged on what waits alone takes a frame past its size."""
+    from emulator.sim.loop import Loop
+    pkt = bytes(1000)
+    frame = len(pkt) + simnet.L2_BYTES
+    loop, far = Loop(), _Far()
+    port = simnet.OutPort("leaf0-eth1", 1e9, 5 * frame + spare_bytes, loop, far, "h2")
+    for _ in range(6):
+        port.offer(pkt, 0.0)
+    assert (port.drops, port.queued[0]) == (6 - accepted, accepted * frame)
+    assert port.max_q_bytes == accepted * frame <= port.buffer_bytes
+    loop.run(1.0, lambda: len(far.got) == accepted)
+    assert [n for n, _, _ in far.got] == ["h2"] * accepted and port.sent == accepted

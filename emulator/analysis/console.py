@@ -24,6 +24,18 @@ def console_text(summary: dict) -> str:
     return buf.getvalue().strip("\n")
 
 
+def print_which(summary: dict) -> None:
+    """Which run a report of one run's folder read, and, for a run's simulated twin
+    (``<run>/twin/``: the run's name, scheme and seed), whose twin it is."""
+    for r in summary["runs"]:
+        if r.get("twin_of"):
+            print(f"# {r['rundir']}: the simulated twin (backend {r['backend']}) of the run "
+                  f"in {r['twin_of']}, not that run")
+        elif summary.get("run_folder"):
+            print(f"# the run in {r['rundir']} ({r['backend']}, {r['scheme']} seed "
+                  f"{r['seed']})")
+
+
 def print_seeds(summary: dict) -> None:
     """The comparison across seeds (when there is more than one)."""
     seeds = summary.get("seeds") or {}
@@ -98,6 +110,7 @@ def order_text(orders) -> str:
 def print_tables(summary: dict, dilation: float) -> None:
     """nccl-tests-style lines per collective, then a scheme comparison."""
     scale = Scale(dilation)
+    print_which(summary)
     if any(r.get("messages") for r in summary["runs"]):
         print_messages(summary)
         print_verdicts(summary)
@@ -240,9 +253,13 @@ def print_emulation_delay(summary: dict) -> None:
 def print_verdicts(summary: dict) -> None:
     """Wrong results (errors) and unfaithful runs, loudly, one line per run; they are left
     out of every median above."""
+    damaged = summary.get("damaged") or []
     if summary.get("excluded"):
-        print(f"\n{len(summary['excluded'])} of {len(summary['runs'])} runs are left out of "
-              f"the medians above (below: why)")
+        print(f"\n{len(summary['excluded'])} of {len(summary['runs']) + len(damaged)} runs "
+              f"are left out of the medians above (below: why)")
+    for d in damaged:
+        print(f"\nDAMAGED {d['scheme'] or '?'} seed {d['seed'] or '?'}, left out of every "
+              f"median and comparison: {d['why']}")
     again = sum(r.get("repeat", 1) > 1 for r in summary["runs"])
     if again:
         print(f"\n{again} runs are a seed's repeats (--repeat): read for the noise floor "

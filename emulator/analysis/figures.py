@@ -97,6 +97,40 @@ def page(data_dir: str, runs_dir: str, planned=None, plots_dir: str | None = Non
     return "\n".join(parts)
 
 
+def seeds_in_data(data_dir: str) -> dict[tuple[str, str], int]:
+    """{(figure, backend): seeds with rows} of every figure CSV in ``data_dir``: what a
+    page made from it shows as done (backends by their page labels: model, simulation,
+    emulation)."""
+    label = dict(BACKENDS)
+    out = {}
+    for p in sorted(glob.glob(os.path.join(data_dir, "*.csv"))):
+        fig = os.path.splitext(os.path.basename(p))[0]
+        seeds = defaultdict(set)
+        for r in read(p):
+            seeds[label.get(r.get("backend"), r.get("backend"))].add(r.get("seed"))
+        out.update({(fig, b): len(v) for b, v in seeds.items()})
+    return out
+
+
+def seeds_on_page(text: str) -> dict[tuple[str, str], int]:
+    """{(figure, backend): seeds} that a page's "What is done" table shows run ("not yet"
+    cells are not there)."""
+    labels = [lab for _, lab in BACKENDS]
+    out = {}
+    lines = text.split("## What is done", 1)[-1].splitlines() if "## What is done" in text else []
+    for line in lines:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| all |") or line.startswith("## "):
+            break
+        if len(cells) != 1 + len(labels) or cells[0] in ("figure", "") or cells[0].startswith("-"):
+            continue
+        for lab, cell in zip(labels, cells[1:]):
+            m = re.match(r"(\d+)( of \d+)? seeds", cell)
+            if m:
+                out[(cells[0], lab)] = int(m.group(1))
+    return out
+
+
 def _reading(path: str) -> str:
     """A figure's hand-written reading: at most :data:`READING_LINES` non-empty lines."""
     if not os.path.exists(path):

@@ -73,7 +73,8 @@ def run_page(run: dict) -> str:
     d = run["rundir"]
     f = run["fidelity"]
     man = RunFolder(d).manifest
-    body = [f"<p>{_link('../index.html', 'the run set').html} &middot; "
+    up = "the emulated run it is the twin of" if run.get("twin_of") else "the run set"
+    body = [f"<p>{_link('../index.html', up).html} &middot; "
             f"{_e(man.get('backend', 'emulation'))}, started {_e(man.get('started', '?'))}, "
             f"code {_e(man.get('git_revision', '?'))}, repeat {run.get('repeat', 1)}</p>",
             f"<p>Verdict: {_verdict(run).html}</p>"]
@@ -103,7 +104,9 @@ def run_page(run: dict) -> str:
     body.append("<h2>The spec it ran</h2><pre>" + _e(json.dumps(man.get("spec", {}), indent=1))
                 + "</pre>")
     return _write(os.path.join(d, "index.html"),
-                  _page(f"{run['scheme']}, seed {run['seed']}", body))
+                  _page(f"{run['scheme']}, seed {run['seed']}"
+                        + (": the simulated twin of " + run["twin_of"] if run.get("twin_of")
+                           else ""), body))
 
 
 def set_page(out_dir: str, summary: dict, console: str = "") -> str:
@@ -146,7 +149,9 @@ def set_page(out_dir: str, summary: dict, console: str = "") -> str:
         [[_link(os.path.relpath(os.path.join(r["rundir"], "index.html"), out_dir),
                 f"{r['scheme']} seed {r['seed']}"), _verdict(r),
           "; ".join(r["fidelity"].get("errors", []) + r["fidelity"].get("reasons", []))]
-         for r in runs]))
+         for r in runs]
+        + [[f"{d['scheme']} seed {d['seed']}", _raw('<span class="bad">DAMAGED</span>'),
+            d["why"]] for d in summary.get("damaged", [])]))
     for p in summary.get("plots", []):
         rel = os.path.relpath(p, out_dir)
         body.append(f'<h3>{_e(rel)}</h3><img src="{html.escape(rel, quote=True)}" alt="{_e(rel)}">')

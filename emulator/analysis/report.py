@@ -30,8 +30,8 @@ from emulator.analysis.stats import median_interval
 from emulator.analysis.evidence import evidence, noise_floor, primary_metric
 from emulator.plan.layout import collective_bytes, theoretical_cct_s
 from emulator.schemes import SCHEMES
-from emulator.rundir import RunFolder, run_folders
-from runtime.records import CollectiveDone, FlowSent, MessageSummary
+from emulator.rundir import DamagedRun, OlderRun, RunFolder, run_folders
+from runtime.records import CollectiveDone, FlowSent, MessageSummary, RecordError
 
 
 def analyze_run(rundir: str, twin: bool = True) -> dict:
@@ -123,7 +123,7 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
     backend = man.get("backend", "emulation")
     out = {"scheme": man["scheme"], "seed": man["seed"], "repeat": man.get("repeat", 1),
            "rundir": rundir,
-           "backend": backend, "order": sorted({lay.order for lay in lays}), "jobs": jobs_out,
+           "backend": backend, "twin_of": twin_of(rundir), "order": sorted({lay.order for lay in lays}), "jobs": jobs_out,
            "together_throughput_bps": together, "transport": transport, "fidelity": fid}
     if backend == "emulation" and (jobs_out or messages) and run.done:
         out["split"] = split.replay(run, twin)
@@ -136,6 +136,17 @@ def analyze_run(rundir: str, twin: bool = True) -> dict:
     return out
 
 
+def twin_of(rundir: str) -> str | None:
+    """The emulated run whose simulated twin ``rundir`` is (``<run>/twin/``,
+    ``split.TWIN``), or None: a twin has its run's name, scheme and seed, so every place
+    that shows it says whose twin it is."""
+    path = os.path.normpath(os.path.abspath(rundir))
+    parent = os.path.dirname(path)
+    if os.path.basename(path) == split.TWIN and RunFolder(parent).is_run:
+        return parent
+    return None
+
+
 def run_dirs(out_dir: str) -> list[str]:
     return [r.path for r in run_folders(out_dir)]
 
@@ -145,16 +156,30 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     """Analyze every run folder in ``out_dir`` into ``summary.json`` (and, with
     ``exports``, each emulated run's tables and trace -- made again with ``fresh``, else
     kept when newer than the run --, ``nccl-tests-<scheme>.json`` and the ``index.html`` pages:
-    ``emulator.analysis.export``, ``page``)."""
-    folders = run_folders(out_dir)
-    runs = sorted((analyze_run(r.path, twin) for r in folders),
-                  key=lambda r: (r["scheme"], r["seed"]))
+    ``emulator.analysis.export``, ``page``).
+
+    ``out_dir`` may be one run's folder: then that run alone is reported (its
+    ``summary.json`` and plots in its folder, its own ``index.html``), never the folders
+    inside it -- an emulated run holds its simulated twin in ``twin/``, which is shown
+    only as the twin, in the split."""
+    single = RunFolder(out_dir).is_run
+    folders = [RunFolder(out_dir)] if single else run_folders(out_dir)
+    runs, damaged = [], []
+    for folder in folders:
+        # a damaged file (cut short, not JSON, keys no writer writes) leaves its run out of
+        # everything, named with what is damaged, as a failed run is; the others are read
+        try:
+            runs.append(analyze_run(folder.path, twin))
+        except (DamagedRun, RecordError) as e:
+            if single:
+                raise
+            damaged.append(_damaged(folder, e))
+    runs.sort(key=lambda r: (r["scheme"], r["seed"]))
     if not runs:
-        if RunFolder(out_dir).is_run:
-            raise FileNotFoundError(
-                f"{out_dir}: one run's folder; report reads the folder that holds runs: "
-                f"symphony-emu report {os.path.dirname(os.path.abspath(out_dir))}")
+        if damaged:
+            raise DamagedRun("; ".join(d["why"] for d in damaged))
         raise FileNotFoundError(f"{out_dir}: no run folders (with manifest.json) found")
+    folders = [f for f in folders if f.path in {r["rundir"] for r in runs}]
     # A wrong result or broken fidelity is reported loudly and never averaged in.
     good = [r for r in runs if r["fidelity"]["faithful"]]
     repeats = good
@@ -164,6 +189,7 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     man, plan = folders[0].manifest, folders[0].plan
     summary = {"name": man["name"], "backend": man.get("backend", "emulation"),
                "order": sorted({o for r in runs for o in r["order"]}),
+               "run_folder": out_dir if single else None,     # report of one run's folder
                "spec": man["spec"], "scale": {"dilation": plan.scale.dilation},
                "link_rate_bps": plan.link_rate_bps, "runs": runs,
                "comparison": compare(good), "seeds": compare_seeds(good),
@@ -176,7 +202,11 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
                # repeats are not excluded, they are the noise floor
                "excluded": [{"scheme": r["scheme"], "seed": r["seed"],
                              "repeat": r.get("repeat", 1)}
-                            for r in runs if not r["fidelity"]["faithful"]]}
+                            for r in runs if not r["fidelity"]["faithful"]]
+                            + [{k: d[k] for k in ("scheme", "seed", "repeat", "damaged")}
+                               for d in damaged],
+               # run folders with a damaged file: named, with what is damaged, read by none
+               "damaged": damaged}
     if plots and any(r["jobs"] for r in runs):
         from emulator.analysis import plots as plotting     # matplotlib only when drawing
         summary["plots"] = plotting.plot_all(out_dir, runs, folders[0])
@@ -189,16 +219,30 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
             export.write_collectives(r)
             page.run_page(r)
         nccl.write_nccl_tests_json(out_dir, summary)
-        page.set_page(out_dir, summary, console.console_text(summary))
+        if not single:                    # one run's folder: its index.html is the run's
+            page.set_page(out_dir, summary, console.console_text(summary))
     return summary
+
+
+def _damaged(folder: RunFolder, e: Exception) -> dict:
+    """A run folder a file of which cannot be read: its folder, scheme and seed (from its
+    manifest, when that is what is intact) and what is damaged."""
+    try:
+        man = folder.manifest
+    except (DamagedRun, OlderRun, OSError):
+        man = {}
+    return {"rundir": folder.path, "scheme": man.get("scheme"), "seed": man.get("seed"),
+            "repeat": man.get("repeat", 1), "damaged": True, "why": str(e)}
 
 
 def write_summary(out_dir: str, summary: dict) -> None:
     """``summary.json``, each run's folder given relative to ``out_dir`` (the run set moves
     with its folder, to another machine too); the summary in memory keeps full paths."""
     runs = [{**r, "rundir": os.path.relpath(r["rundir"], out_dir)} for r in summary["runs"]]
+    damaged = [{**d, "rundir": os.path.relpath(d["rundir"], out_dir)}
+               for d in summary.get("damaged", [])]
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
-        json.dump({**summary, "runs": runs}, f, indent=1)
+        json.dump({**summary, "runs": runs, "damaged": damaged}, f, indent=1)
 
 
 def compare(runs: list[dict]) -> dict:

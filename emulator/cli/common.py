@@ -120,6 +120,7 @@ def print_results(summary: dict, dilation: float, fmt: str) -> None:
     their columns and footer; the verdicts after them either way)."""
     from emulator.analysis import console, nccl
     if fmt == "nccl-tests":
+        console.print_which(summary)
         print(nccl.nccl_tests_text(summary), end="")
         console.print_verdicts(summary)
     else:

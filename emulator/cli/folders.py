@@ -16,15 +16,18 @@ def cmd_report(args) -> int:
         print(f"symphony-emu report: {args.dir}: not a folder", file=sys.stderr)
         return 2
     from emulator.rundir import DamagedRun, OlderRun
+    from runtime.records import RecordError
     try:
         summary = report.summarize(args.dir, fresh=True, twin=not args.no_twin)
-    except (FileNotFoundError, DamagedRun, OlderRun) as e:
+    except (FileNotFoundError, DamagedRun, OlderRun, RecordError) as e:
         print(f"symphony-emu report: {e}", file=sys.stderr)
         return 2
     print_results(summary, summary["scale"]["dilation"], args.format)
     for p in summary.get("plots", []):
         print(f"plot: {p}")
-    return 0
+    for d in summary.get("damaged", []):      # also on stderr, and the exit code says it
+        print(f"symphony-emu report: {d['why']} (left out of the report)", file=sys.stderr)
+    return 1 if summary.get("damaged") else 0
 
 
 def cmd_clean(args) -> int:

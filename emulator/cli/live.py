@@ -318,6 +318,14 @@ def run_cli(spec: Spec, scheme: str, seed: int, out: str | None,
 
 def cmd_cli(args) -> int:
     from emulator.schema import SCHEMES
+    # --scheme is repeatable in every command; the CLI's fabric switches by one scheme at a
+    # time, so a second one is refused, never silently dropped
+    if len(args.scheme or []) > 1:
+        print(f"symphony-emu cli: --scheme given {len(args.scheme)} times "
+              f"({', '.join(args.scheme)}): the CLI runs one fabric under one scheme; give "
+              "one (`symphony-emu run` runs several)", file=sys.stderr)
+        return 2
+    args.scheme = (args.scheme or ["symphony"])[0]
     if args.scheme not in SCHEMES:
         print(f"symphony-emu cli: --scheme {args.scheme!r}: allowed: {', '.join(SCHEMES)}",
               file=sys.stderr)

@@ -22,6 +22,10 @@ SERVERS_HELP = ("place the fabric's pods on these servers, reached over your ssh
                 "[user@]host[:port] (sets topology.servers; docs/distributed.md)")
 
 
+# --scheme means the same in run, sweep and predict: repeatable, each scheme named runs
+SCHEME_HELP = (f"run this scheme ({', '.join(SCHEMES)}); repeatable, each named one runs "
+               "(default: the spec's run.schemes)")
+
 FORMATS = ("table", "nccl-tests")
 FORCE_SIZE_HELP = ("run even a spec larger than this machine emulates (hosts, processes, "
                    "memory: emulator/launch/capacity.py)")
@@ -54,7 +58,7 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     r.add_argument("spec", help="experiment spec (TOML), e.g. runs/table1.toml")
     r.add_argument("--out", help="output folder (default runs/out/<time>-<name>)")
     r.add_argument("--seeds", type=_positive_int, help="run seeds 1..N instead of the spec's")
-    r.add_argument("--scheme", help=f"run only this scheme ({', '.join(SCHEMES)})")
+    r.add_argument("--scheme", action="append", metavar="S", help=SCHEME_HELP)
     r.add_argument("--no-plots", action="store_true", help="tables and summary.json only")
     r.add_argument("--pcap", metavar="POINTS",
                    help="capture packets at these hosts or switch ports (e.g. h0,leaf1-eth3) "
@@ -94,7 +98,9 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
                     help="sweep a value, e.g. --param symphony.k=0.001,0.01 (repeatable: grid)")
     sw.add_argument("--out", help="output folder; an existing one is resumed")
     sw.add_argument("--seeds", type=_positive_int, help="seeds 1..N instead of the spec's")
-    sw.add_argument("--scheme", action="append", help="only these schemes (repeatable)")
+    sw.add_argument("--scheme", action="append", metavar="S",
+                    help=SCHEME_HELP + "; with --backend fluid the model's: baseline, "
+                         "ideal-priority, pq")
     sw.add_argument("--variant", action="append",
                     help="only these of the spec's [[variants]] (repeatable)")
     sw.add_argument("--set", action="append", metavar="KEY=VALUE",
@@ -126,15 +132,20 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     rp.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
                     help="simulated runs at once (default: this machine's CPUs)")
     rp.add_argument("--page", action="store_true",
-                    help="write the page from the CSVs only (no run)")
+                    help="write the page from the CSVs only (no run); refused for a --data "
+                         "folder with no rows, and for a page that would show fewer seeds of "
+                         "a figure on a backend than the one it replaces (--force)")
+    rp.add_argument("--force", action="store_true",
+                    help="with --page: replace the page even if the new one shows less")
     rp.add_argument("--to", help="with --page: the file (default docs/results.md; its plots "
                     "go to results/ beside it)")
     rp.set_defaults(func=run["reproduce"], needs_root=False)   # emulation checks it itself
     c = sub.add_parser("cli", help="open Mininet's CLI on a spec's fabric, with commands to "
                                    "start jobs, switch Symphony, perturb, read stats, plot")
     c.add_argument("spec")
-    c.add_argument("--scheme", default="symphony",
-                   help=f"switch behaviour: {', '.join(SCHEMES)} (default symphony)")
+    c.add_argument("--scheme", action="append", metavar="S",
+                   help=f"switch behaviour: {', '.join(SCHEMES)} (default symphony); one: "
+                        "the CLI runs one fabric (`run` takes several)")
     c.add_argument("--seed", type=int, default=1)
     c.add_argument("--out", help="output folder (default runs/out/<time>-<name>-cli)")
     c.add_argument("--set", action="append", metavar="KEY=VALUE",
@@ -147,8 +158,9 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     pr.add_argument("spec")
     pr.add_argument("--out", help="output folder (default runs/out/<time>-<name>-predict)")
     pr.add_argument("--seeds", type=_positive_int, help="seeds 1..N instead of the spec's")
-    pr.add_argument("--scheme", action="append",
-                    help="baseline (max-min), ideal-priority, pq (repeatable; default all)")
+    pr.add_argument("--scheme", action="append", metavar="S",
+                    help="run this scheme of the model's: baseline (max-min), ideal-priority, "
+                         "pq; repeatable, each named one runs (default all three)")
     pr.add_argument("--tracking", default="job", choices=("job", "ring"),
                     help="ideal-priority's lowest step per job (default) or per ring, "
                          "as [symphony] tracking")

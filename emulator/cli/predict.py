@@ -35,7 +35,7 @@ def cmd_predict(args) -> int:
         print(f"symphony-emu predict: {e}", file=sys.stderr)
         return 2
     print_warnings("predict", spec)
-    schemes = args.scheme or list(MODEL_SCHEMES)
+    schemes = list(dict.fromkeys(args.scheme)) if args.scheme else list(MODEL_SCHEMES)
     bad = [s for s in schemes if s not in MODEL_SCHEMES]
     if bad:
         print(f"symphony-emu predict: --scheme {bad[0]!r}: the model's schemes are "

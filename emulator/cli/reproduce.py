@@ -18,6 +18,27 @@ def write_page(data: str, to: str) -> str:
     return figures.write(data, rp.RUNS, to, rp.seeds_for, rp.figures())
 
 
+def refuse_page(data: str, to: str, force: bool = False) -> str | None:
+    """Why the page from ``data`` must not replace ``to`` (None: it may): a data folder
+    with no figure rows, always; without ``force``, a page that would show fewer seeds of a
+    figure on a backend than ``to`` shows now (its rows not in ``data``)."""
+    from emulator.analysis import figures
+    new = figures.seeds_in_data(data)
+    if not new:
+        return (f"--data {data}: no figure rows in it (no <figure>.csv with a row); run the "
+                f"figures first (symphony-emu reproduce FIG); {to} left as it was")
+    if force or not os.path.exists(to):
+        return None
+    with open(to) as f:
+        old = figures.seeds_on_page(f.read())
+    lost = [f"{fig} {b} ({n} seeds, {new.get((fig, b), 0)} in --data)"
+            for (fig, b), n in old.items() if new.get((fig, b), 0) < n]
+    if lost:
+        return (f"--page: the page from --data {data} would show less than {to} does: "
+                f"{', '.join(lost)}; {to} left as it was (--force writes it anyway)")
+    return None
+
+
 def cmd_reproduce(args) -> int:
     from emulator.launch import reproduce as rp
     data = os.path.abspath(args.data or rp.DATA)
@@ -26,7 +47,12 @@ def cmd_reproduce(args) -> int:
             print(f"symphony-emu reproduce: --data {data}: no such folder (run the figures "
                   "first)", file=sys.stderr)
             return 2
-        made = write_page(data, os.path.abspath(args.to or PAGE))
+        to = os.path.abspath(args.to or PAGE)
+        why = refuse_page(data, to, args.force)
+        if why:
+            print(f"symphony-emu reproduce: {why}", file=sys.stderr)
+            return 2
+        made = write_page(data, to)
         print(f"page: {made}")
         return 0
     known = rp.figures()

@@ -16,10 +16,12 @@ def cmd_run(args) -> int:
     spec = load_spec(args)
     if spec is None:
         return 2
-    schemes = [args.scheme] if args.scheme else list(spec.run.schemes)
+    # --scheme is repeatable: each scheme named runs, in the order given (once each)
+    schemes = list(dict.fromkeys(args.scheme)) if args.scheme else list(spec.run.schemes)
     from emulator.schema import SCHEMES
-    if args.scheme and args.scheme not in SCHEMES:
-        print(f"symphony-emu run: --scheme {args.scheme!r}: allowed: {', '.join(SCHEMES)}",
+    bad = [s for s in args.scheme or [] if s not in SCHEMES]
+    if bad:
+        print(f"symphony-emu run: --scheme {bad[0]!r}: allowed: {', '.join(SCHEMES)}",
               file=sys.stderr)
         return 2
     seeds = list(range(1, args.seeds + 1)) if args.seeds else list(spec.run.seeds)

@@ -15,6 +15,8 @@ def cmd_sweep(args) -> int:
     from emulator.schema import SCHEMES
     from emulator.speccheck import SpecError
     allowed = MODEL_SCHEMES if args.backend == "fluid" else SCHEMES
+    if args.scheme:                           # repeatable, each once, as in run and predict
+        args.scheme = list(dict.fromkeys(args.scheme))
     if args.scheme and any(s not in allowed for s in args.scheme):
         print(f"symphony-emu sweep: --scheme: allowed with --backend {args.backend}: "
               f"{', '.join(allowed)}", file=sys.stderr)
