@@ -173,6 +173,7 @@ class _Far:
         self.got.append((node, len(pkt), t))
 
 
+@pytest.mark.pure         # a stand-in for the network at the port's far end
 @pytest.mark.parametrize("spare_bytes, accepted", [(0, 5), (-1, 4)])
 def test_drop_tail_admits_a_frame_only_if_it_fits_the_buffer_whole(spare_bytes, accepted):
     """A port's buffer of exactly 5 frames (wire size: IP + Ethernet, as HTB charges)
