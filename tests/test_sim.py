@@ -351,8 +351,15 @@ def test_run_runs_every_scheme_named_by_a_repeated_scheme_option(tmp_path, capsy
                    "fast", "--out", str(tmp_path / "no")])
     assert rc == 2 and capsys.readouterr().err == (
         "symphony-emu run: --scheme 'fast': allowed: baseline, symphony, pq\n")
-    from emulator.cli.live import cmd_cli
+
+
+def test_cli_refuses_a_second_scheme_in_one_line(capsys):
+    """The live CLI runs one fabric under one scheme: a repeated --scheme is refused, not
+    dropped."""
+    pytest.importorskip("mininet", reason="the live CLI is the emulation's: needs Mininet")
     import argparse
+
+    from emulator.cli.live import cmd_cli
     assert cmd_cli(argparse.Namespace(scheme=["baseline", "symphony"])) == 2
     assert capsys.readouterr().err == (
         "symphony-emu cli: --scheme given 2 times (baseline, symphony): the CLI runs one "
