@@ -142,21 +142,6 @@ class RunFolder:
         from emulator.analysis.metrics import join_flows
         return join_flows(self.host_records(FlowSent), self.host_records(FlowReceived))
 
-    def host_lines(self, host: str) -> list[dict]:
-        """The protocol lines a host process printed (``<host>.host.out``)."""
-        out = []
-        try:
-            with open(self.file(f"{host}.host.out")) as f:
-                for line in f:
-                    if line.startswith("{"):
-                        try:
-                            out.append(json.loads(line))
-                        except json.JSONDecodeError:
-                            pass
-        except FileNotFoundError:
-            pass
-        return out
-
 
 def run_folders(out_dir: str) -> list[RunFolder]:
     """The run folders (with a manifest) directly inside ``out_dir``, in name order."""

@@ -313,12 +313,6 @@ def parse_aeth(udp_payload: ByteView) -> tuple[int, int]:
     return v >> 24, v & PSN_MASK
 
 
-def data_payload(udp_payload: ByteView) -> ByteView:
-    """The application bytes of a data packet: BTH, pad and ICRC stripped."""
-    pad = (udp_payload[1] >> 4) & 3
-    return udp_payload[BTH_BYTES:len(udp_payload) - ICRC_BYTES - pad]
-
-
 def parse_ip_roce(pkt: ByteView) -> RoceHeader | None:
     """Parse an IPv4 packet as a RoCEv2 data packet; ``None`` if it is anything else.
 

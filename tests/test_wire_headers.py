@@ -8,7 +8,8 @@ from scapy.all import IP, UDP, raw
 from scapy.contrib.roce import AETH, BTH, CNPPadding, cnp
 
 from runtime import wire
-from tests.wire_util import DST, SPORT, SRC, data_packet, header_checksum_ok, udp_payload_of
+from tests.wire_util import (DST, SPORT, SRC, data_packet, data_payload, header_checksum_ok,
+                              udp_payload_of)
 
 
 # --- struct layouts against scapy's declaration ---------------------------------------
@@ -126,7 +127,7 @@ def test_data_payload_round_trips_with_0_to_3_pad_bytes(n_payload, pad):
     udp = wire.with_icrc(SRC, DST, SPORT, body)
     assert len(udp) == len(body) + 4
     assert wire.parse_bth(udp).padcount == pad
-    assert wire.data_payload(udp) == payload
+    assert data_payload(udp) == payload
 
 
 @pytest.mark.parametrize("opcode", [wire.OP_SEND_FIRST, wire.OP_SEND_MIDDLE,
@@ -137,7 +138,7 @@ def test_data_packet_round_trips_through_parse_bth_and_parse_ip_roce(opcode):
     bth = wire.parse_bth(udp_payload_of(pkt))
     assert bth == wire.Bth(opcode, 0x8000 | 0x1AB, 7 << 16 | 0xBEEF, 0xABCDEF,
                            padcount=3, becn=False, ackreq=True)
-    assert wire.data_payload(udp_payload_of(pkt)) == b"hello"
+    assert data_payload(udp_payload_of(pkt)) == b"hello"
     hdr = wire.parse_ip_roce(pkt)
     assert hdr == wire.RoceHeader(ihl_bytes=20, ecn=wire.ECN_ECT0, opcode=opcode, job=0x1AB,
                                   channel=7, step=0xBEEF, psn=0xABCDEF,

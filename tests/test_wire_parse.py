@@ -8,7 +8,7 @@ from scapy.layers.inet import IPOption_Router_Alert
 from scapy.contrib.roce import BTH
 
 from runtime import wire
-from tests.wire_util import DST, SPORT, SRC, data_packet, udp_payload_of
+from tests.wire_util import DST, SPORT, SRC, data_packet, data_payload, udp_payload_of
 
 
 # --- scapy-built packets parsed by us -----------------------------------------------
@@ -23,7 +23,7 @@ def test_parse_ip_roce_reads_a_scapy_built_packet(opcode, last):
         ihl_bytes=20, ecn=wire.ECN_ECT0, opcode=opcode, job=77, channel=9, step=0xFFFE,
         psn=0xFFFFFF, last=last)
     assert wire.verify_icrc(pkt)                     # scapy's ICRC == ours
-    assert wire.data_payload(udp_payload_of(pkt)) == b"0123456789abcdef"
+    assert data_payload(udp_payload_of(pkt)) == b"0123456789abcdef"
 
 
 def test_parse_ip_roce_skips_ip_options():

@@ -28,3 +28,10 @@ def header_checksum_ok(pkt: bytes) -> bool:
     got = struct.unpack_from("!H", hdr, 10)[0]
     hdr[10] = hdr[11] = 0
     return wire.ipv4_checksum(bytes(hdr)) == got
+
+
+def data_payload(udp_payload: bytes) -> bytes:
+    """The application bytes of a data packet as the wire format lays them out (BTH, pad
+    and ICRC stripped; the NIC's receive path slices them so, ``hosts.nic_core``)."""
+    pad = (udp_payload[1] >> 4) & 3
+    return udp_payload[wire.BTH_BYTES:len(udp_payload) - wire.ICRC_BYTES - pad]

@@ -60,10 +60,6 @@ def topology(plan, rundir: str):
                          oversubscription=f.oversubscription, nodes=nodes, **opts)
 
 
-class Leftovers(RuntimeError):
-    """Teardown found (and removed) resources that should already have been gone."""
-
-
 class LiveFabric:
     """A fabric brought up in Mininet from a topology: its nodes, links, agents and
     overlay, live until :meth:`stop` takes down exactly what :meth:`start` made (the
