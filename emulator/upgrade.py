@@ -43,7 +43,7 @@ from dataclasses import asdict, replace
 from emulator import plan as planning
 from emulator.measurements import Measurements, underlay_use
 from emulator.spec import validate
-from emulator.speccheck import SpecError
+from emulator.spec.check import SpecError
 from runtime.records import FORMAT, RecordError, decode
 
 PLAN_KEYS = ("scale", "link_rate_bps", "mtu_bytes", "path_hops", "layouts")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from runtime.codec import Codec, check, check_group, check_netns_pid, finite
 from runtime.scale import DEFAULT as DEFAULT_SCALE, Scale
-from switch_agent.schemes import SCHEMES
+from switch_agent.schemes import SWITCH_SCHEMES
 
 TRACKING = ("job", "ring")
 T_WIN_S = 100e-6            # Symphony's window at real scale (paper §4.1); the spec's default
@@ -35,7 +35,7 @@ class RedParams(Codec):
     enabled: bool = True
     kmin_bytes: float = 50_000         # the paper's text (§4.1); HPCC ns-3's run.py scales
     #                                    them with the port rate: 40/160 KB at 10 Gb/s
-    #                                    (emulator/profiles.py, profile "hpcc")
+    #                                    (emulator/spec/profiles.py, profile "hpcc")
     kmax_bytes: float = 100_000
     pmax: float = 0.2
     # > 0: the thresholds are for a port of this rate (b/s, emulated), and a port draining
@@ -120,7 +120,7 @@ class AgentConfig(Codec):
     trace_arrivals: bool = False            # every queued packet into telemetry at the end
 
     def __post_init__(self):
-        check(self.scheme in SCHEMES, "scheme", self.scheme, f"allowed: {', '.join(SCHEMES)}")
+        check(self.scheme in SWITCH_SCHEMES, "scheme", self.scheme, f"allowed: {', '.join(SWITCH_SCHEMES)}")
         check(finite(self.drop_fraction) and 0 <= self.drop_fraction <= 1, "drop_fraction",
               self.drop_fraction, "must be in [0, 1]")
 

@@ -34,7 +34,7 @@ from runtime import wire
 from runtime.records import FlowPorts, Window
 from switch_agent.config import RedParams
 from switch_agent.queue_model import L2_HEADER_BYTES, EgressQueue, red_probability
-from switch_agent.schemes import SCHEMES, SwitchScheme
+from switch_agent.schemes import SWITCH_SCHEMES, SwitchScheme
 from switch_agent.symphony import SymphonyTracker, WindowRecord
 
 PQ_HIGH_DSCP: Final = 46    # EF: the DSCP the port qdiscs classify as high priority (pq)
@@ -85,7 +85,7 @@ class SwitchPipeline:
         self.tracker = tracker
         self.random = random
         self.tracking = tracking
-        self.scheme: SwitchScheme = SCHEMES[scheme](tracker, tracking)
+        self.scheme: SwitchScheme = SWITCH_SCHEMES[scheme](tracker, tracking)
         self.set_drop_fraction(drop_fraction)
         self.unknown_port_pkts = 0
         # Which egress port each RoCE flow took, from its first packet (PSN 0): (job,
@@ -128,11 +128,11 @@ class SwitchPipeline:
     def set_scheme(self, name: str) -> None:
         """Switch to another scheme (``symphony`` on or off at run time). The tracker's
         per-job state is rebuilt from new packets when the scheme changes."""
-        if name not in SCHEMES:
-            raise ValueError(f"unknown scheme {name!r}; allowed: {', '.join(SCHEMES)}")
+        if name not in SWITCH_SCHEMES:
+            raise ValueError(f"unknown scheme {name!r}; allowed: {', '.join(SWITCH_SCHEMES)}")
         if name != self.scheme.name:
             self.tracker.reset()
-            self.scheme = SCHEMES[name](self.tracker, self.tracking)
+            self.scheme = SWITCH_SCHEMES[name](self.tracker, self.tracking)
 
     def set_symphony(self, enabled: bool) -> None:
         """Symphony on, or back to RED only."""

@@ -5,7 +5,7 @@ data packet's header once, with the time and the switch's random source, and ans
 two things: whether it wants the packet ECN-marked (the pipeline ORs that with RED and
 attributes the mark) and whether the packet goes to the port's high-priority class.
 The emulator side of a scheme (its port qdisc, whether Symphony is on from the start)
-is ``emulator.schemes``; both use these names.
+is ``emulator.spec.schemes``; both use these names.
 
 * ``baseline``: nothing beyond RED.
 * ``symphony``: the paper's Algorithm 1 (``switch_agent.symphony``): marks flows of
@@ -15,7 +15,7 @@ is ``emulator.schemes``; both use these names.
   (docs/architecture.md §5.4).
 
 Adding a scheme: a class here with ``decide``, one registry entry, and its emulator
-side in ``emulator.schemes`` (docs/architecture.md §11).
+side in ``emulator.spec.schemes`` (docs/architecture.md §11).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class StepPriority(SwitchScheme):
         return False, wire.step_diff(hdr.step, self.tracker.jobs[key].step_min) <= 0
 
 
-SCHEMES: dict[str, type[SwitchScheme]] = {
+SWITCH_SCHEMES: dict[str, type[SwitchScheme]] = {
     "baseline": SwitchScheme,
     "symphony": SymphonyMarking,
     "pq": StepPriority,

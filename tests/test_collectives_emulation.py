@@ -149,7 +149,7 @@ def test_one_pass_of_block_rings_is_verified_and_half_its_flows_cross_the_spines
     every leaf. One all-reduce: every rank verified, every flow goes to the rank's ring
     successor, and exactly half of them (the leaf-to-leaf hops) take a spine."""
     from emulator.analysis import export
-    from emulator import rings as ring_layout
+    from emulator.spec import rings as ring_layout
     path = _spec(tmp_path, 'kind = "leafspine"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4',
                  'hosts = "all"\nalgorithm = "ring_allreduce"\nrings = "blocks"\n'
                  'ring_size = 8\nchunk_bytes = 32768\npasses = 1')

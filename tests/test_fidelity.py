@@ -168,7 +168,7 @@ def test_a_short_step_may_beat_the_bound_by_one_burst_but_no_more():
     # bucket (L2_BURST_BYTES leave at once), so the fastest CCT is the bound less 2 bursts
     from emulator.analysis.verdict import fastest_cct_s
     from emulator.plan.layout import layout, theoretical_cct_s
-    from emulator.schema import JobSpec, TopologySpec
+    from emulator.spec.schema import JobSpec, TopologySpec
     from topologies.wiring import L2_BURST_BYTES
     topo = TopologySpec(kind="dumbbell", hosts=2)
     lay = layout(JobSpec(hosts=("all",), rings="single", size_bytes=65536), topo, lambda s: s)

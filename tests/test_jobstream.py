@@ -1,10 +1,10 @@
-"""emulator.jobstream (Fig 7c's random job stream) and the sweep's per-job table."""
+"""emulator.spec.jobstream (Fig 7c's random job stream) and the sweep's per-job table."""
 
 import os
 
 import pytest
 
-from emulator import jobstream
+from emulator.spec import jobstream
 from emulator.launch import sweep
 from emulator.spec import load
 from tests.toml_util import assert_spec_error, to_toml

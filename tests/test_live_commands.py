@@ -10,8 +10,8 @@ import pytest
 from emulator.cli import commands
 from emulator.cli.commands import CommandError
 from emulator.spec import validate
-from emulator.speccheck import SpecError
-from emulator.specjobs import passes_error
+from emulator.spec.check import SpecError
+from emulator.spec.jobs import passes_error
 from tests.toml_util import to_toml
 
 MAIN = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -9,7 +9,7 @@ import pytest
 from emulator.model import (BackgroundStream, JobInput, LinkEvent, dumbbell, leaf_spine,
                             simulate)
 from emulator.plan.messages import Message
-from emulator.schema import JobSpec, TopologySpec
+from emulator.spec.schema import JobSpec, TopologySpec
 
 from emulator.analysis import metrics
 from emulator.plan.layout import JobLayout, layout, theoretical_cct_s, wire_bytes

@@ -1,4 +1,4 @@
-"""What the paper reports, as data (emulator/paper.py): every spec that reproduces a
+"""What the paper reports, as data (emulator/spec/paper.py): every spec that reproduces a
 figure carries its numbers in ``[[paper]]`` tables, checked like every other key."""
 
 import glob
@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from emulator import paper
+from emulator.spec import paper
 from emulator.spec import load
-from emulator.speccheck import SpecError
+from emulator.spec.check import SpecError
 
 RUNS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runs")
 FIG5 = os.path.join(RUNS, "fig5.toml")

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from emulator.schema import PERTURBATIONS, PERTURBATION_KEYS, PerturbationSpec
+from emulator.spec.schema import PERTURBATIONS, PERTURBATION_KEYS, PerturbationSpec
 from emulator.spec import load
 from tests.spec_ext_util import BASE, MSG_BASE, with_, write
 from tests.toml_util import assert_spec_error

@@ -1,9 +1,9 @@
-"""emulator.placement: whole pods per server, only spine-core links cut."""
+"""emulator.plan.placement: whole pods per server, only spine-core links cut."""
 
 import pytest
 
 from emulator.plan.placement import plan
-from emulator.schema import TopologySpec
+from emulator.spec.schema import TopologySpec
 
 RATE = 5e6
 

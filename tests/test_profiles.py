@@ -1,4 +1,4 @@
-"""Transport profiles (emulator/profiles.py): ``profile = "hpcc"`` sets each of HPCC ns-3's
+"""Transport profiles (emulator/spec/profiles.py): ``profile = "hpcc"`` sets each of HPCC ns-3's
 settings as an ordinary key, at the point where it is given, so later ``--set`` items
 override any one of them and every item can be ablated alone."""
 
@@ -6,10 +6,11 @@ import os
 
 import pytest
 
-from emulator import plan as planning, profiles
-from emulator.schema import DcqcnSpec, SwitchSpec, TransportSpec
+from emulator import plan as planning
+from emulator.spec import profiles
+from emulator.spec.schema import DcqcnSpec, SwitchSpec, TransportSpec
 from emulator.spec import load
-from emulator.speccheck import SpecError
+from emulator.spec.check import SpecError
 
 RUNS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runs")
 FIG5 = os.path.join(RUNS, "fig5.toml")

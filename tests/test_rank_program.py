@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from emulator import workloads
+from emulator.spec import workloads
 from hosts.config import RankConfig
 from hosts.rank import RankProgram, link_after
 from runtime.records import CollectiveDone

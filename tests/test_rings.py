@@ -1,11 +1,11 @@
-"""The ring layouts (emulator/rings.py) and their spec checks: ``blocks`` is the paper's
+"""The ring layouts (emulator/spec/rings.py) and their spec checks: ``blocks`` is the paper's
 Table 1 "8 x 4" read as four rings of eight, two hosts of every leaf each; pure, no root."""
 
 import os
 
 import pytest
 
-from emulator import rings
+from emulator.spec import rings
 from emulator.plan import layout as layout_mod
 from emulator.spec import load
 from tests.toml_util import assert_spec_error

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from emulator.spec import load
-from emulator.speccheck import SpecError
+from emulator.spec.check import SpecError
 from emulator.plan.timing import warnings
 from tests.spec_util import BASE, spec_with
 from tests.toml_util import assert_spec_error, to_toml
@@ -280,7 +280,7 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     """Run in a child process with a deadline: before, reading a FIFO waited forever."""
     path = make_file_case("fifo", str(tmp_path))
     code = ("import sys; from emulator.spec import load\n"
-            "from emulator.speccheck import SpecError\n"
+            "from emulator.spec.check import SpecError\n"
             "try: load(sys.argv[1])\nexcept SpecError as e: print(e)")
     out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
                          timeout=30, cwd=os.path.dirname(os.path.dirname(__file__)))
@@ -296,7 +296,7 @@ def test_a_symlink_to_a_regular_spec_is_followed(tmp_path):
 
 
 def test_a_spec_just_under_the_size_cap_loads(tmp_path):
-    from emulator.specfile import MAX_SPEC_BYTES
+    from emulator.spec.file import MAX_SPEC_BYTES
     text = to_toml(BASE)
     path = tmp_path / "padded.toml"
     path.write_text(text + "#" * (MAX_SPEC_BYTES - len(text.encode()) - 1) + "\n")

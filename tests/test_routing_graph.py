@@ -4,7 +4,7 @@ Pure (the route tables come from topologies.fabric, nothing is set up)."""
 import pytest
 
 from emulator.routing.graph import dumbbell, from_topology, leaf_spine
-from emulator.schema import TopologySpec
+from emulator.spec.schema import TopologySpec
 from topologies import wiring
 
 R = 8e6

@@ -12,9 +12,9 @@ except ModuleNotFoundError:          # Python 3.10
     import tomli as tomllib
 
 from emulator.launch import sweep
-from emulator.schema import MessageSpec, PerturbationSpec
+from emulator.spec.schema import MessageSpec, PerturbationSpec
 from emulator.spec import load, variants
-from emulator.speccheck import SpecError
+from emulator.spec.check import SpecError
 from tests.spec_ext_util import AT_2000, BASE, FIG2, FIG4, FIG5, FIG9, RUNS, TABLE1, write
 from tests.toml_util import assert_spec_error
 

@@ -1,4 +1,4 @@
-"""emulator/schema.py: each spec key's default, range and unit is declared once, and what
+"""emulator/spec/schema.py: each spec key's default, range and unit is declared once, and what
 repeats it is checked against that one declaration: the complete spec of docs/spec.md
 (whose one-table sections show the defaults), and the process configs whose parameters a
 spec key sets (a spec that says nothing runs their defaults; where both check a value,
@@ -15,10 +15,10 @@ except ModuleNotFoundError:          # Python 3.10
 
 import pytest
 
-from emulator import jobstream, schema
+from emulator.spec import jobstream, schema
 from emulator.plan import compile as compile_plan
 from emulator.plan.messages import Message
-from emulator.schema import SymphonySpec
+from emulator.spec.schema import SymphonySpec
 from emulator.spec import validate
 from hosts.cc import CcConfig
 from hosts.config import MessageConfig, TransportParams

@@ -1,11 +1,11 @@
-"""Unit tests for emulator/spec.py: a bad spec is rejected naming file, key, value, allowed."""
+"""Unit tests for emulator/spec/__init__.py: a bad spec is rejected naming file, key, value, allowed."""
 
 import copy
 
 import pytest
 
 from emulator.spec import validate
-from emulator.speccheck import SpecError
+from emulator.spec.check import SpecError
 from tests.spec_util import BASE, spec_with, two_jobs, write
 from tests.toml_util import assert_spec_error, to_toml
 

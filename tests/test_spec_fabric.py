@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from emulator import plan as planning
-from emulator.schema import MessageSpec
+from emulator.spec.schema import MessageSpec
 from emulator.spec import load, variants
 from runtime.codec import to_dict
 from tests.spec_ext_util import AT_2000, FIG2, FIG4, FIG5, FIG9, MSG_BASE, TABLE1, with_, write

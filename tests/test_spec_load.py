@@ -1,4 +1,4 @@
-"""Unit tests for emulator/spec.py: valid specs load with their values, and --set overrides."""
+"""Unit tests for emulator/spec/__init__.py: valid specs load with their values, and --set overrides."""
 
 import copy
 
@@ -10,7 +10,7 @@ except ModuleNotFoundError:          # Python 3.10
     import tomli as tomllib
 
 from emulator.spec import apply_override, load
-from emulator.speccheck import SpecError
+from emulator.spec.check import SpecError
 from tests.spec_util import BASE, TABLE1, spec_with, two_jobs, write
 from tests.toml_util import assert_spec_error, to_toml
 
@@ -53,7 +53,7 @@ def test_table1_is_the_paper_table1_fabric_scaled():
         ("leafspine", 4, 4, 4, "ecmp")
     assert t.link_rate_gbps == 10.0
     assert (spec.switch.kmin_bytes, spec.switch.kmax_bytes, spec.switch.pmax) == \
-        (40000, 160000, 0.2)                   # HPCC's RED at 10 Gb/s (emulator/profiles.py)
+        (40000, 160000, 0.2)                   # HPCC's RED at 10 Gb/s (emulator/spec/profiles.py)
     assert (spec.symphony.k, spec.symphony.tau, spec.symphony.t_win_us) == (0.01, 0.25, 100.0)
 
 

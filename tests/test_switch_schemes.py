@@ -9,7 +9,7 @@ from runtime import wire
 from switch_agent.config import RedParams, SymphonyParams
 from switch_agent.pipeline import PQ_HIGH_DSCP, Port, SwitchPipeline
 from switch_agent.queue_model import EgressQueue
-from switch_agent.schemes import SCHEMES, StepPriority, SwitchScheme, SymphonyMarking
+from switch_agent.schemes import SWITCH_SCHEMES, StepPriority, SwitchScheme, SymphonyMarking
 from switch_agent.symphony import SymphonyTracker
 
 PORT = 7
@@ -36,7 +36,7 @@ def feed(pipe, pkts, now=0.0):
 
 
 def test_the_registry_maps_each_name_to_its_class():
-    assert {n: c for n, c in SCHEMES.items()} == {"baseline": SwitchScheme,
+    assert {n: c for n, c in SWITCH_SCHEMES.items()} == {"baseline": SwitchScheme,
                                                   "symphony": SymphonyMarking,
                                                   "pq": StepPriority}
     with pytest.raises(ValueError, match="unknown scheme 'ecmp'; allowed: baseline, symphony, pq"):

@@ -11,7 +11,7 @@ import pytest
 from emulator.launch.fabric import LiveFabric
 from emulator.plan import transport_params
 from emulator.plan.messages import Message
-from emulator.schema import Spec
+from emulator.spec.schema import Spec
 from hosts.cc import CcConfig
 from runtime.records import FlowReceived, FlowSent, PortSample
 from runtime.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS

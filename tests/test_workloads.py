@@ -1,9 +1,9 @@
-"""emulator.workloads: the models built from their public definitions, DDP bucketing, the
+"""emulator.spec.workloads: the models built from their public definitions, DDP bucketing, the
 scaled program of a training job, and the spec keys that ask for one."""
 
 import pytest
 
-from emulator import workloads
+from emulator.spec import workloads
 from emulator.plan.layout import collective_bytes, layout, theoretical_cct_s
 from emulator.spec import load
 from runtime.scale import Scale

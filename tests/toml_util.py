@@ -7,7 +7,7 @@ import json
 import pytest
 
 from emulator.spec import load
-from emulator.speccheck import SpecError
+from emulator.spec.check import SpecError
 
 
 def toml_value(v) -> str:

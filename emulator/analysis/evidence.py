@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from emulator import paper
+from emulator.spec import paper
 
 
 # What each compared metric is, per run: (name, words, the run's value from its jobs).

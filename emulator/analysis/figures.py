@@ -30,7 +30,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from emulator import paper
+from emulator.spec import paper
 from emulator.analysis.evidence import primary_metric
 from emulator.analysis.stats import paired
 

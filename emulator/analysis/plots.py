@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 
 from emulator.analysis import metrics  # noqa: E402
 from emulator.plan.layout import wire_bytes  # noqa: E402
-from emulator.schemes import SCHEMES  # noqa: E402
+from emulator.spec.schemes import SCHEMES  # noqa: E402
 from emulator.rundir import RunFolder  # noqa: E402
 
 COLORS = {name: s.color for name, s in SCHEMES.items()}

@@ -29,7 +29,7 @@ from emulator.analysis import metrics, split, verdict
 from emulator.analysis.stats import median_interval
 from emulator.analysis.evidence import evidence, noise_floor, primary_metric
 from emulator.plan.layout import collective_bytes, theoretical_cct_s
-from emulator.schemes import SCHEMES
+from emulator.spec.schemes import SCHEMES
 from emulator.rundir import DamagedRun, OlderRun, RunFolder, run_folders
 from runtime.records import CollectiveDone, FlowSent, MessageSummary, RecordError
 

@@ -7,9 +7,9 @@ as ``--set`` reads them (``emulator.spec.parse_value``).
 from __future__ import annotations
 
 from emulator.perturbations import KINDS
-from emulator.schema import MAX_RUN_S
+from emulator.spec.schema import MAX_RUN_S
 from emulator.spec import parse_value
-from emulator.speccheck import SpecError
+from emulator.spec.check import SpecError
 from runtime.codec import finite
 
 # A live perturbation applies at once and lasts until `unperturb`: the spec's times of

@@ -39,7 +39,7 @@ def sets(args) -> list[str]:
 
 def load_spec(args):
     from emulator.spec import load
-    from emulator.speccheck import SpecError
+    from emulator.spec.check import SpecError
     try:
         spec = load(args.spec, sets(args))
     except SpecError as e:

@@ -41,10 +41,10 @@ from emulator.measurements import Measurements
 from emulator.perturbations.background import BACKGROUND_PORT
 from emulator.perturbations.engine import Engine
 from emulator.rundir import RunFolder
-from emulator.schema import Spec
+from emulator.spec.schema import Spec
 from emulator.spec import validate
-from emulator.speccheck import SpecError
-from emulator.specjobs import passes_error
+from emulator.spec.check import SpecError
+from emulator.spec.jobs import passes_error
 from runtime.records import decode
 from switch_agent.agent import SYMPHONY_KEYS
 from topologies import wiring
@@ -317,7 +317,7 @@ def run_cli(spec: Spec, scheme: str, seed: int, out: str | None,
 
 
 def cmd_cli(args) -> int:
-    from emulator.schema import SCHEMES
+    from emulator.spec.schema import SCHEME_NAMES
     # --scheme is repeatable in every command; the CLI's fabric switches by one scheme at a
     # time, so a second one is refused, never silently dropped
     if len(args.scheme or []) > 1:
@@ -326,8 +326,8 @@ def cmd_cli(args) -> int:
               "one (`symphony-emu run` runs several)", file=sys.stderr)
         return 2
     args.scheme = (args.scheme or ["symphony"])[0]
-    if args.scheme not in SCHEMES:
-        print(f"symphony-emu cli: --scheme {args.scheme!r}: allowed: {', '.join(SCHEMES)}",
+    if args.scheme not in SCHEME_NAMES:
+        print(f"symphony-emu cli: --scheme {args.scheme!r}: allowed: {', '.join(SCHEME_NAMES)}",
               file=sys.stderr)
         return 2
     spec = load_spec(args)

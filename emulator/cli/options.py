@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from emulator.schemes import SCHEMES
+from emulator.spec.schemes import SCHEMES
 
 DESCRIPTION = "`symphony-emu`: the command line (also `python -m emulator`)."
 

@@ -12,9 +12,9 @@ from emulator.cli.common import out_dir, print_results, print_warnings, progress
 def cmd_predict(args) -> int:
     from emulator.analysis import report
     from emulator.launch.predict import run_predict
-    from emulator.model.simulate import SCHEMES as MODEL_SCHEMES
+    from emulator.model.simulate import MODEL_SCHEMES
     from emulator.spec import load, variants
-    from emulator.speccheck import SpecError
+    from emulator.spec.check import SpecError
     try:
         # A spec's other [[variants]] are not run here, so not validated against --set
         # (they are, against the base spec, by `validate` and `sweep`); nor are the

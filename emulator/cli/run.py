@@ -18,10 +18,10 @@ def cmd_run(args) -> int:
         return 2
     # --scheme is repeatable: each scheme named runs, in the order given (once each)
     schemes = list(dict.fromkeys(args.scheme)) if args.scheme else list(spec.run.schemes)
-    from emulator.schema import SCHEMES
-    bad = [s for s in args.scheme or [] if s not in SCHEMES]
+    from emulator.spec.schema import SCHEME_NAMES
+    bad = [s for s in args.scheme or [] if s not in SCHEME_NAMES]
     if bad:
-        print(f"symphony-emu run: --scheme {bad[0]!r}: allowed: {', '.join(SCHEMES)}",
+        print(f"symphony-emu run: --scheme {bad[0]!r}: allowed: {', '.join(SCHEME_NAMES)}",
               file=sys.stderr)
         return 2
     seeds = list(range(1, args.seeds + 1)) if args.seeds else list(spec.run.seeds)

@@ -11,10 +11,10 @@ from emulator.cli.common import (dask_answers, fits, out_dir, print_warnings,
 
 def cmd_sweep(args) -> int:
     from emulator.launch import sweep
-    from emulator.model.simulate import SCHEMES as MODEL_SCHEMES
-    from emulator.schema import SCHEMES
-    from emulator.speccheck import SpecError
-    allowed = MODEL_SCHEMES if args.backend == "fluid" else SCHEMES
+    from emulator.model.simulate import MODEL_SCHEMES
+    from emulator.spec.schema import SCHEME_NAMES
+    from emulator.spec.check import SpecError
+    allowed = MODEL_SCHEMES if args.backend == "fluid" else SCHEME_NAMES
     if args.scheme:                           # repeatable, each once, as in run and predict
         args.scheme = list(dict.fromkeys(args.scheme))
     if args.scheme and any(s not in allowed for s in args.scheme):

@@ -20,9 +20,9 @@ from emulator import plan as planning
 from emulator.measurements import Measurements
 from emulator.model import simulate
 from emulator.model.from_plan import model_inputs
-from emulator.model.simulate import SCHEMES as MODEL_SCHEMES, TRACKING
+from emulator.model.simulate import MODEL_SCHEMES, TRACKING
 from emulator.rundir import FLUID_RECORDS, RunFolder
-from emulator.schema import Spec
+from emulator.spec.schema import Spec
 from runtime.telemetry import Telemetry
 
 PLAN_SCHEME = "baseline"     # the plan's agent settings do not enter the model

@@ -22,7 +22,7 @@ from emulator.measurements import AgentMeasurements, ClockCheck, Measurements, \
     PerturbationFired, underlay_use
 from emulator.perturbations.engine import Engine
 from emulator.rundir import RunFolder
-from emulator.schema import Spec
+from emulator.spec.schema import Spec
 from runtime.records import decode
 
 SETTLE_S = 10.0              # past the ranks' own timeout: they report their open flows

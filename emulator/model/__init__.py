@@ -16,8 +16,8 @@ filling with caps and strict priority), ``ranks`` (``hosts.rank``'s programs),
 from emulator.model.maxmin import max_min_rates
 from emulator.model.ranks import JobInput
 from emulator.model.records import BackgroundStream, LinkEvent, ModelResult
-from emulator.model.simulate import SCHEMES, TRACKING, simulate
+from emulator.model.simulate import MODEL_SCHEMES, TRACKING, simulate
 from emulator.routing.graph import LinkGraph, dumbbell, from_topology, leaf_spine
 
 __all__ = ["BackgroundStream", "JobInput", "LinkEvent", "LinkGraph", "ModelResult",
-           "SCHEMES", "TRACKING", "dumbbell", "from_topology", "leaf_spine", "max_min_rates", "simulate"]
+           "MODEL_SCHEMES", "TRACKING", "dumbbell", "from_topology", "leaf_spine", "max_min_rates", "simulate"]

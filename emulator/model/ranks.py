@@ -2,7 +2,7 @@
 
 A :class:`JobInput` is one job as the model needs it: what an ``emulator.plan``
 ``JobLayout`` holds, plus the stragglers' delays (:meth:`JobInput.from_layout` is the
-adapter). A :class:`RankProgram` follows ``hosts.rank.RankProgram`` / ``Collective``
+adapter). A :class:`FluidRank` follows ``hosts.rank.FluidRank`` / ``Collective``
 rule for rule:
 
 * Dependency rule, the job's ``order`` (:mod:`hosts.collectives.order`, the same
@@ -20,7 +20,7 @@ rule for rule:
 * ``after_job``: the rank starts once this host's rank of that job is done (every pass
   ended and every send posted), ``start_s`` after that job's last collective ended.
 
-Pure: the simulation calls :meth:`RankProgram.anchor` (t = 0) and :meth:`deliver`; the
+Pure: the simulation calls :meth:`FluidRank.anchor` (t = 0) and :meth:`deliver`; the
 program calls back ``send(program, pass, step index, t_s)`` and ``timer(t_s, fn)`` (which
 calls ``fn(t_s)`` then), and appends ``collective`` records.
 """
@@ -97,8 +97,9 @@ class JobInput:
         return [c[0] for c in self.program] if self.program else [self.nbytes] * self.passes
 
 
-class RankProgram:
-    """One job's collectives on one host (``hosts.rank.RankProgram``)."""
+class FluidRank:
+    """One job's collectives on one host, as fluid flows (the emulator's and the
+    simulator's: ``hosts.rank.RankProgram``)."""
 
     def __init__(self, job: JobInput, rank: int, send: Callable, timer: Callable,
                  records: list):
@@ -121,7 +122,7 @@ class RankProgram:
         self.start_s = 0.0
         self.last_end_s: float | None = None
         self.iteration_start_s = 0.0
-        self.waiting: list["RankProgram"] = []   # programs that run after this one
+        self.waiting: list["FluidRank"] = []   # programs that run after this one
         self.done_s: float | None = None
 
     def schedule(self, pass_index: int):

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence, Union
 
 from emulator.model import maxmin
 from emulator.model.priority import Priorities
-from emulator.model.ranks import JobInput, RankProgram
+from emulator.model.ranks import JobInput, FluidRank
 from emulator.model.records import (INF, BackgroundStream, Flow, FlowKey, LinkEvent,
                                     ModelResult, background_record, flow_records)
 from emulator.routing.ecmp import ecmp_choice, salt_of
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 Rng = Union[random.Random, "np.random.Generator", int, None]
 
-SCHEMES = ("baseline", "ideal-priority", "pq")
+MODEL_SCHEMES = ("baseline", "ideal-priority", "pq")
 POST_STREAM = 0x5DEECE66D        # keys the post-delay stream apart from the ECMP choices
 TRACKING = ("job", "ring")       # ideal-priority's lowest step: per job | per (job, ring)
 
@@ -77,8 +77,8 @@ def simulate(fabric: LinkGraph, jobs: Sequence[JobInput | JobLayout], *,
     exact ties that real hosts break, which over many passes changes its answer by tens of
     per cent (docs/architecture.md, "The flow-level model"). Drawn from a stream of its
     own, keyed by ``rng`` like the ECMP choices."""
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; allowed: {', '.join(SCHEMES)}")
+    if scheme not in MODEL_SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; allowed: {', '.join(MODEL_SCHEMES)}")
     if tracking not in TRACKING:
         raise ValueError(f"tracking must be one of {', '.join(TRACKING)}, got {tracking!r}")
     jobs = [j if isinstance(j, JobInput) else JobInput.from_layout(j) for j in jobs]
@@ -128,7 +128,7 @@ class _Run:
             if any(h not in self.fab.host_leaf for h in job.hosts):
                 raise ValueError(f"job {job.job}: hosts not in the fabric")
             for rank in range(len(job.hosts)):
-                p = RankProgram(job, rank, self.send, self.at, self.out.collectives)
+                p = FluidRank(job, rank, self.send, self.at, self.out.collectives)
                 if (job.job, job.hosts[rank]) in programs:
                     raise ValueError(f"job {job.job} has two ranks on {job.hosts[rank]}")
                 programs[(job.job, job.hosts[rank])] = p
@@ -233,7 +233,7 @@ class _Run:
                            (now + max(f.left, 0.0) / rate, self.seq, f.version, f))
 
     # --- flows ------------------------------------------------------------------------
-    def send(self, prog: RankProgram, pass_index: int, i: int, t_s: float) -> None:
+    def send(self, prog: FluidRank, pass_index: int, i: int, t_s: float) -> None:
         """A rank posts step ``i``'s send, cued at ``t_s``: it starts a host's
         processing time later."""
         if self.post_delay:
@@ -242,7 +242,7 @@ class _Run:
         else:
             self._post(prog, pass_index, i, t_s)
 
-    def _post(self, prog: RankProgram, pass_index: int, i: int, t_s: float) -> None:
+    def _post(self, prog: FluidRank, pass_index: int, i: int, t_s: float) -> None:
         st = prog.schedule(pass_index).steps[i]
         dst_rank = prog.schedule(pass_index).rings[st.ring][st.send_to]
         receiver = self.programs[(prog.job.job, dst_rank)]

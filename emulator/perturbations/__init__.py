@@ -6,7 +6,7 @@ kind: its spec keys and checks, what the run plan makes of it, how the engine
 and what the flow-level model and the simulator do with it.
 
 A new kind: a module here with its class, and its entry below (its keys, if new, are
-fields of ``emulator.schema.PerturbationSpec``).
+fields of ``emulator.spec.schema.PerturbationSpec``).
 
 The order of :data:`KINDS` is the order the spec's errors list them in.
 """

@@ -3,7 +3,7 @@
 A kind's class says everything about it in one place:
 
 * the spec (``[[perturbations]]``, ``emulator.spec``): ``keys`` (its keys, fields of
-  ``emulator.schema.PerturbationSpec``), ``required`` (those it cannot do without),
+  ``emulator.spec.schema.PerturbationSpec``), ``required`` (those it cannot do without),
   :meth:`Perturbation.check` (what its values must be, beyond each key's own range);
 * its times: ``timing_keys`` (the keys saying when: a live perturbation has none) and
   :meth:`Perturbation.moments` (those a spec's timing warnings judge,

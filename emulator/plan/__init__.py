@@ -22,8 +22,8 @@ from emulator.perturbations import KINDS
 from emulator.perturbations.base import Context, Timed
 from emulator.plan.layout import JobLayout, layout as job_layout
 from emulator.plan.messages import Message, host_configs
-from emulator.schema import Spec
-from emulator.schemes import Scheme, scheme as scheme_named
+from emulator.spec.schema import Spec
+from emulator.spec.schemes import Scheme, scheme as scheme_named
 from hosts.cc import CcConfig, algorithm
 from hosts.config import HostConfig, RankConfig, TransportParams
 from runtime.codec import Codec

@@ -7,13 +7,13 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from emulator import rings as ring_layouts, workloads
+from emulator.spec import rings as ring_layouts, workloads
 from hosts.collectives import collective, grid_of
 from hosts.collectives.order import DEFAULT_ORDER
 from runtime import wire
 
 if TYPE_CHECKING:
-    from emulator.schema import JobSpec, TopologySpec
+    from emulator.spec.schema import JobSpec, TopologySpec
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class JobLayout:
     start_s: float
     ring_size: int         # N of nccl-tests' bus factor
     # A training workload's collectives, (nbytes, ready_s, begins_iteration) each (see
-    # emulator.workloads.program); None: ``passes`` collectives of ``nbytes``.
+    # emulator.spec.workloads.program); None: ``passes`` collectives of ``nbytes``.
     program: tuple | None = None
     after_job: int = 0     # starts, rank by rank, after this job (see JobSpec)
     order: str = DEFAULT_ORDER   # the dependency rule (hosts.collectives.order)

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from cluster.placement import server_of_nodes
-from emulator.schema import TopologySpec
+from emulator.spec.schema import TopologySpec
 from topologies.wiring import neighbors, switch_names
 
 

@@ -20,7 +20,7 @@ from emulator.plan import layout as lay_mod, step_delays
 from runtime.scale import Scale
 
 if TYPE_CHECKING:
-    from emulator.schema import Spec
+    from emulator.spec.schema import Spec
 
 # The slowest runs measured took 5.6x their lockstep bound (journal@827c2ab, 1 MB
 # chunks); twice that is where a perturbation is "after the jobs' end".

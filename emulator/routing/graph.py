@@ -184,7 +184,7 @@ def dumbbell(hosts: int = 3, *, rate_bps: float) -> LinkGraph:
 
 
 def from_topology(topo, rate_bps: float) -> LinkGraph:
-    """The fabric of an ``emulator.schema.TopologySpec`` (``rate_bps``: the emulated link
+    """The fabric of an ``emulator.spec.schema.TopologySpec`` (``rate_bps``: the emulated link
     rate the run uses, e.g. ``emulator.plan.compile(...).link_rate_bps``)."""
     if topo.kind == "dumbbell":
         return dumbbell(topo.hosts, rate_bps=rate_bps)

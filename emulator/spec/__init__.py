@@ -1,15 +1,15 @@
 """Experiment specs: TOML files read, overridden (``--set``, profiles) and validated into
-the frozen dataclasses of ``emulator.schema`` before anything starts (docs/spec.md shows
+the frozen dataclasses of ``emulator.spec.schema`` before anything starts (docs/spec.md shows
 every key with its default).
 
-A bad spec raises ``emulator.speccheck.SpecError`` naming the file, the key, the value and
+A bad spec raises ``emulator.spec.check.SpecError`` naming the file, the key, the value and
 what is allowed. Every number is finite and in the range declared with its field (an
-``emulator.schema.Range``); every time is at real scale and, once dilated, at most
-``emulator.schema.MAX_RUN_S``. The ``name`` (and every variant's) becomes a folder name,
-so it is one path component. The file itself is read by ``emulator.specfile`` (a regular
+``emulator.spec.schema.Range``); every time is at real scale and, once dilated, at most
+``emulator.spec.schema.MAX_RUN_S``. The ``name`` (and every variant's) becomes a folder name,
+so it is one path component. The file itself is read by ``emulator.spec.file`` (a regular
 UTF-8 file of at most 1 MiB). Checked here: the top keys, the sections and what they must
 be together (topology, switch, Symphony, DCQCN, transport, run), the variants and the
-perturbations; what runs on the fabric, the jobs or messages, by ``emulator.specjobs``.
+perturbations; what runs on the fabric, the jobs or messages, by ``emulator.spec.jobs``.
 What is valid but cannot do what it says -- a perturbation after the run's timeout, jobs
 whose lockstep bound outlasts it -- is found by ``emulator.plan.timing.warnings``, which
 the command line prints.
@@ -22,14 +22,14 @@ import os
 from dataclasses import replace
 
 from cluster import placement
-from emulator import paper, profiles, specfile, specjobs
+from emulator.spec import file as specfile, jobs as specjobs, paper, profiles
 from emulator.perturbations import KINDS as PERTURBATION_KINDS
-from emulator.schema import (CONGESTION_CONTROLS, DCQCN_VARIANTS, MAX_SEED, PERTURBATION_KEYS,
-                             PERTURBATIONS, PRIMARY_METRICS, SCHEMES, SECTIONS, TOP_KEYS,
+from emulator.spec.schema import (CONGESTION_CONTROLS, DCQCN_VARIANTS, MAX_SEED, PERTURBATION_KEYS,
+                             PERTURBATIONS, PRIMARY_METRICS, SCHEME_NAMES, SECTIONS, TOP_KEYS,
                              TOPOLOGY_KINDS, PerturbationSpec, RunSpec, ScaleSpec, Spec,
                              TopologySpec)
-from emulator.speccheck import SpecError, need, reuse, section, show
-from emulator.specjobs import job_hosts
+from emulator.spec.check import SpecError, need, reuse, section, show
+from emulator.spec.jobs import job_hosts
 from hosts.config import TransportParams
 from hosts.collectives.order import ORDERS
 from runtime.scale import Scale
@@ -69,7 +69,7 @@ def load(path: str, overrides: list[str] = ()) -> Spec:
 
 
 def _apply_profile(raw: dict, name, path: str) -> None:
-    """A transport profile's settings (``emulator.profiles``), as --set items, here."""
+    """A transport profile's settings (``emulator.spec.profiles``), as --set items, here."""
     need(isinstance(name, str) and name in profiles.PROFILES, path, "profile", name,
          f"allowed: {', '.join(profiles.PROFILES)}")
     raw["profile"] = name
@@ -79,7 +79,7 @@ def _apply_profile(raw: dict, name, path: str) -> None:
 
 def apply_override(raw: dict, item: str, path: str = "--set") -> None:
     """``symphony.k=0.001``, ``jobs.0.passes=2``, ``run.schemes=["symphony"]``;
-    ``profile=hpcc`` applies that profile's settings here (``emulator.profiles``)."""
+    ``profile=hpcc`` applies that profile's settings here (``emulator.spec.profiles``)."""
     if "=" not in item:
         raise SpecError(f"--set {item!r}: expected key=value, e.g. symphony.k=0.001")
     key, text = item.split("=", 1)
@@ -202,8 +202,8 @@ def validate(raw: dict, path: str) -> Spec:
     need(order in ORDERS, path, "collective.order", order, f"allowed: {', '.join(ORDERS)}")
     schemes = run.schemes
     need(isinstance(schemes, (list, tuple)) and len(schemes) > 0
-         and all(s in SCHEMES for s in schemes), path, "run.schemes", schemes,
-         f"a non-empty list of: {', '.join(SCHEMES)}")
+         and all(s in SCHEME_NAMES for s in schemes), path, "run.schemes", schemes,
+         f"a non-empty list of: {', '.join(SCHEME_NAMES)}")
     seeds = run.seeds
     need(isinstance(seeds, (list, tuple)) and len(seeds) > 0
          and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds), path,
@@ -235,7 +235,7 @@ def validate(raw: dict, path: str) -> Spec:
         section(PerturbationSpec, p, f"perturbations[{i}]", path, sc.dilation),
         p, f"perturbations[{i}]", path, topo, jobs) for i, p in enumerate(perts_raw))
     try:
-        claims = paper.parse(raw.get("paper", []), tuple(names), tuple(SCHEMES))
+        claims = paper.parse(raw.get("paper", []), tuple(names), tuple(SCHEME_NAMES))
     except paper.PaperError as e:
         raise SpecError(f"{path}: {e.key} = {show(e.value)}: {e.allowed}") from None
     return Spec(name=name, path=path, description=raw.get("description", ""),

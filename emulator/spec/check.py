@@ -1,8 +1,8 @@
 """How a spec's values are checked and a bad one is reported: :class:`SpecError`, one line
 naming the file, the key, the value and what is allowed; a TOML table read into its
-section dataclass of ``emulator.schema`` (known keys, each of its field's type and in its
+section dataclass of ``emulator.spec.schema`` (known keys, each of its field's type and in its
 ``Range``); and a process config's own range check reported as the spec's key
-(:func:`reuse`). ``emulator.spec`` and ``emulator.specjobs`` check a spec with these.
+(:func:`reuse`). ``emulator.spec`` and ``emulator.spec.jobs`` check a spec with these.
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
 """What a spec runs on its fabric, checked against its topology: ``[[jobs]]`` (collectives,
 or data-parallel training workloads), or a ``[job_stream]`` that generates them
-(``emulator.jobstream``), or ``[[messages]]`` (single flows), exactly one of the three.
+(``emulator.spec.jobstream``), or ``[[messages]]`` (single flows), exactly one of the three.
 A job's hosts, ring layout, algorithm, sizes and passes, its place after another job
 (``after_job``) and the hosts it shares; a message's hosts, size and wire fields.
 """
 
 from __future__ import annotations
 
-from emulator import jobstream, rings as ring_layouts
-from emulator.schema import (ALGORITHM_NAMES, GRID_ALGORITHMS, MAX_BYTES_PER_RANK, MAX_PASSES,
+from emulator.spec import jobstream, rings as ring_layouts
+from emulator.spec.schema import (ALGORITHM_NAMES, GRID_ALGORITHMS, MAX_BYTES_PER_RANK, MAX_PASSES,
                              JobSpec, MessageSpec, TopologySpec)
-from emulator.speccheck import SpecError, need, section, show
-from emulator.workloads import WORKLOAD_NAMES
+from emulator.spec.check import SpecError, need, section, show
+from emulator.spec.workloads import WORKLOAD_NAMES
 from hosts.collectives import ALGORITHMS
 from runtime.wire import MAX_JOB
 

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from emulator.perturbations import KINDS as PERTURBATION_KINDS
-from emulator.schemes import SCHEMES as SCHEME_REGISTRY
+from emulator.spec.schemes import SCHEMES as SCHEME_REGISTRY
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS, DcqcnParams
 from hosts.collectives import ALGORITHMS
 from hosts.collectives.order import DEFAULT_ORDER
@@ -30,7 +30,7 @@ from switch_agent.config import (K_MAX, MAX_RATE_BPS, MAX_THRESHOLD_BYTES, MAX_W
 from topologies import wiring
 
 PRIMARY_METRICS = ("auto", "cct", "jct")
-SCHEMES = tuple(SCHEME_REGISTRY)          # emulator.schemes: one object each
+SCHEME_NAMES = tuple(SCHEME_REGISTRY)          # emulator.spec.schemes: one object each
 PERTURBATIONS = tuple(PERTURBATION_KINDS)  # emulator.perturbations: one class each
 TOPOLOGY_KINDS = ("leafspine", "dumbbell")
 ALGORITHM_NAMES = tuple(ALGORITHMS)
@@ -51,7 +51,7 @@ MAX_PASSES = 10_000
 class Range:
     """The values a number of a spec may take, declared once with its field
     (``field(metadata={"range": Range(...)})``) and checked by
-    ``emulator.speccheck.section``: finite, in [lo, hi] (``open_lo``: (lo, hi]).
+    ``emulator.spec.check.section``: finite, in [lo, hi] (``open_lo``: (lo, hi]).
     ``time_s``: the field is a real-scale time in units of that many seconds (1e-3: ms);
     ``rate_bps``: a real-scale rate in units of that many bit/s (1e9: Gb/s). Its value
     once scaled by the run's dilation must then also be in ``emulated`` (seconds or
@@ -319,7 +319,7 @@ class Spec:
     name: str
     path: str
     description: str = ""
-    profile: str | None = None          # a transport profile applied (emulator.profiles)
+    profile: str | None = None          # a transport profile applied (emulator.spec.profiles)
     scale: ScaleSpec = field(default_factory=ScaleSpec)
     topology: TopologySpec = field(default_factory=TopologySpec)
     switch: SwitchSpec = field(default_factory=SwitchSpec)
@@ -332,7 +332,7 @@ class Spec:
     messages: tuple = ()
     perturbations: tuple = ()
     run: RunSpec = field(default_factory=RunSpec)
-    paper: tuple = ()                   # what the paper reports here (emulator.paper)
+    paper: tuple = ()                   # what the paper reports here (emulator.spec.paper)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
 
