@@ -90,7 +90,7 @@ def test_what_the_sim_cannot_do_is_refused_naming_it(tmp_path, capsys):
         rc = cli_main(["run", TABLE1, "--backend", "sim", "--out", str(tmp_path / "o"),
                        *extra])
         assert rc == 2
-        assert f"{word} is for the emulation" in capsys.readouterr().err
+        assert f"{word} is for --backend emulation" in capsys.readouterr().err
         assert not os.path.exists(tmp_path / "o")
 
 
