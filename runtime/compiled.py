@@ -52,7 +52,7 @@ GROUP = "symphony_core"
 PURE_ENV = "SYMPHONY_PURE"
 
 MODULES = (
-    "runtime.wire",
+    "runtime.wire", "runtime.pause",
     "hosts.flows", "hosts.gbn", "hosts.cc.base", "hosts.cc.dcqcn", "hosts.cc.none",
     "hosts.nic_core", "hosts.nic", "hosts.rank",
     "switch_agent.queue_model", "switch_agent.symphony", "switch_agent.schemes",
