@@ -127,6 +127,8 @@ class HostEnd(Record):
     max_rss_bytes: int | None = None
     process: dict | None = None     # {pid, hosts, cpu_s, sys_s}
     clock: dict | None = None       # the process's clock checks (hosts.group)
+    records: int | None = None      # the lines its telemetry file (<name>.jsonl) holds:
+                                    # a file cut short is found (emulator.rundir)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -56,34 +56,15 @@ def print_warnings(command: str, spec) -> None:
 
 
 def fits(command: str, spec, scheme: str, seed: int, force: bool, label: str = "") -> bool:
-    """The size guard (emulator.launch.capacity): False, saying why, if this machine
-    cannot emulate the spec; ``force`` (--force-size) skips it."""
-    from emulator.launch import capacity
-    machine = None
-    t = spec.topology
-    if t.flow_control == "pfc":              # issue 43: the simulated half only, so far
-        print(f"symphony-emu {command}: {spec.path}{label}: topology.flow_control = 'pfc' "
-              "is simulated only (the emulated switches send no PAUSE frames yet): run it "
-              "with --backend sim", file=sys.stderr)
+    """The emulation's size guard (``emulator.launch.backends.Emulation.check``): False,
+    saying why, if this machine cannot emulate the spec; ``force`` (--force-size) skips it."""
+    from emulator.launch.backends import BACKENDS, BackendError, Options
+    try:
+        BACKENDS["emulation"].check(spec, scheme, seed, Options(force_size=force), label)
+    except BackendError as e:
+        print(f"symphony-emu {command}: {e}", file=sys.stderr)
         return False
-    if t.server_targets:                      # real servers: reach and check each first
-        from cluster import servers
-        try:
-            facts, new = servers.checked(t.server_targets, t.ssh_config, t.underlay)
-        except (servers.PreflightError, ConnectionError, RuntimeError) as e:
-            print(f"symphony-emu {command}: {spec.path}{label}: the servers are not ready:\n"
-                  f"{e}", file=sys.stderr)
-            return False
-        for i, f in enumerate(facts if new else []):
-            print(f.describe(i))
-        machine = capacity.with_servers(capacity.this_machine(), facts, t.underlay_gbps * 1e9)
-    if force:
-        return True
-    why = capacity.check(spec, scheme, seed, machine)
-    for w in why:
-        print(f"symphony-emu {command}: {spec.path}{label}: too large for this machine: {w}; "
-              "--force-size runs it anyway", file=sys.stderr)
-    return not why
+    return True
 
 
 def seeds_text(seeds) -> str:
@@ -107,17 +88,6 @@ def progress_printer(label: str, unit: str = "steps"):
             state["t"] = elapsed
         state["last"] = done
     return show
-
-
-def dask_answers(cmd: str, address: str) -> bool:
-    from emulator.sim.pool import reach
-    from emulator.sim.run import SimError
-    try:
-        reach(address)
-        return True
-    except SimError as e:
-        print(f"symphony-emu {cmd}: {e}", file=sys.stderr)
-        return False
 
 
 def print_results(summary: dict, dilation: float, fmt: str) -> None:

@@ -186,7 +186,8 @@ def _simulate(plan, spec_raw: dict, spec_path: str | None, rundir: str,
     data = sum(n.counters["data_tx"] for n in net.nics.values())
     meas = Measurements(
         backend="sim", t_start=0.0, timed_out=not finished,
-        rank_summaries={n: h.summary(not finished, {}) for n, h in hosts.items()},
+        rank_summaries={n: replace(h.summary(not finished, {}), records=h.tele.records)
+                        for n, h in hosts.items()},
         agents={sw: AgentMeasurements(counters=p.totals()["total"])
                 for sw, p in net.pipelines.items()},
         sim=SimStats(end_s=loop.now, events=loop.events, data_packets=data,
