@@ -115,7 +115,7 @@ def dask_answers(cmd: str, address: str) -> bool:
         return False
 
 
-def print_results(summary: dict, dilation: float, fmt: str) -> None:
+def print_results(summary, dilation: float, fmt: str) -> None:
     """The results as our tables (``table``) or as nccl-tests prints its own (``nccl-tests``:
     their columns and footer; the verdicts after them either way)."""
     from emulator.analysis import console, nccl

@@ -22,12 +22,12 @@ def cmd_report(args) -> int:
     except (FileNotFoundError, DamagedRun, OlderRun, RecordError) as e:
         print(f"symphony-emu report: {e}", file=sys.stderr)
         return 2
-    print_results(summary, summary["scale"]["dilation"], args.format)
-    for p in summary.get("plots", []):
+    print_results(summary, summary.scale.dilation, args.format)
+    for p in summary.plots:
         print(f"plot: {p}")
-    for d in summary.get("damaged", []):      # also on stderr, and the exit code says it
-        print(f"symphony-emu report: {d['why']} (left out of the report)", file=sys.stderr)
-    return 1 if summary.get("damaged") else 0
+    for d in summary.damaged:      # also on stderr, and the exit code says it
+        print(f"symphony-emu report: {d.why} (left out of the report)", file=sys.stderr)
+    return 1 if summary.damaged else 0
 
 
 def cmd_clean(args) -> int:
