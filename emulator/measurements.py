@@ -101,6 +101,12 @@ class SimStats(Codec):
     wall_s: float
     cpu_s: float
     cpu_us_per_data_packet: float | None
+    # a lossless fabric (docs/architecture.md §5.6): "drop" for drop-tail ports
+    flow_control: str = "drop"
+    pfc_drops: int = 0                          # frames a switch's MMU could not take
+    pauses: int = 0                             # XOFF frames the switches sent (refreshes too)
+    resumes: int = 0                            # XON frames
+    paused_s: dict[str, float] = field(default_factory=dict)   # port -> time paused
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,7 @@ class RunFolder:
     def __init__(self, path: str):
         self.path = path
         self._plan = None
+        self._hosts_checked = False
 
     def file(self, name: str) -> str:
         return os.path.join(self.path, name)
@@ -158,11 +159,35 @@ class RunFolder:
         ``CollectiveDone``...)."""
         if os.path.exists(self.file(FLUID_RECORDS)):
             return read_records(self.file(FLUID_RECORDS), kind)
+        self._check_host_files()
         out = []
         for name in sorted(os.listdir(self.path)):
             if name.startswith("h") and name.endswith(".jsonl"):
                 out += read_records(self.file(name), kind)
         return out
+
+    def _check_host_files(self) -> None:
+        """Raise :class:`DamagedRun` if a host's telemetry file holds other than the lines
+        its host said it wrote (``HostEnd.records``; a run of an older revision says
+        nothing), or its last line is cut: records lost are never read as a run that did
+        less."""
+        if self._hosts_checked:
+            return
+        for name, summ in self.measurements.rank_summaries.items():
+            if summ.records is None:
+                continue
+            path = self.file(f"{name}.jsonl")
+            lines, whole = 0, True
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    for line in f:
+                        lines += 1
+                        whole = line.endswith(b"\n")
+            if lines != summ.records or not whole:
+                raise DamagedRun(f"{path}: damaged, {lines} of the {summ.records} records its "
+                                 f"host wrote{'' if whole else ', the last one cut'}; run it "
+                                 "again or remove the run's folder")
+        self._hosts_checked = True
 
     def agent_records(self, switch: str, kind: type | None = None) -> list:
         path = self.file(f"{switch}.jsonl")

@@ -100,10 +100,12 @@ class Member:
             self.ns.close()
         use = resource.getrusage(resource.RUSAGE_SELF)
         cpu = use.ru_utime + use.ru_stime
-        # CPU and memory are the process's; a host's share of the CPU is an even split
+        # CPU and memory are the process's; a host's share of the CPU is an even split.
+        # The summary is its telemetry's last line, and counts itself among them.
         summary = replace(summary, cpu_s=cpu / group_size, max_rss_bytes=use.ru_maxrss * 1024,
                           process={"pid": os.getpid(), "hosts": group_size, "cpu_s": cpu,
-                                   "sys_s": use.ru_stime}, clock=self.clock)
+                                   "sys_s": use.ru_stime}, clock=self.clock,
+                          records=host.tele.records + 1)
         host.tele.write(summary)
         host.tele.close()
         self.say(encode(summary))

@@ -37,7 +37,7 @@ from hosts.config import TransportParams
 from hosts.cc import CcConfig, CongestionControl, NotificationPoint
 from hosts.flows import WIRE_EXTRA_BYTES, RecvFlow, SendFlow, recv_record, send_record
 from hosts.gbn import ACK, GbnReceiver, GbnSender
-from runtime import wire
+from runtime import pause, wire
 
 class NicCore:
     """The NIC's logic (see the module's docstring); a subclass supplies the four doors."""
@@ -76,6 +76,8 @@ class NicCore:
                          "unknown_flow": 0, "cnp_tx": 0, "ack_tx": 0, "nak_tx": 0,
                          "data_tx": 0, "send_errors": 0, "becn_tx": 0, "becn_rx": 0}
         self._flag_on_ack = transport.congestion_flag == "ack"
+        # 802.1Qbb: the data priority paused by the switch's PAUSE frames (on_pause)
+        self.pause = pause.PauseTimer()
 
     # --- the doors (a subclass's) ----------------------------------------------------
     def _open_port(self, sport: int):
@@ -121,6 +123,15 @@ class NicCore:
         self._rr.append(flow)
         return flow
 
+    def on_pause(self, frame: bytes, now: float) -> None:
+        """An 802.1Qbb PAUSE frame reached the NIC (``runtime.pause``): its data waits
+        while RoCE's priority is paused, as a NIC's scheduler stops dequeuing that
+        priority's queue pairs. ACKs, NAKs and CNPs still go to :meth:`_tx_control`:
+        whether their priority is paused is the port's to honour."""
+        p = pause.decode(frame)
+        if p is not None and p.names(pause.DATA_PRIORITY):
+            self.pause.on_pause(p.quanta[pause.DATA_PRIORITY], self.line_rate_bps, now)
+
     @property
     def busy(self) -> bool:
         return bool(self.senders)
@@ -160,7 +171,10 @@ class NicCore:
         buf, view = self._sbuf, self._sview
         pl = self.pacing_late_s
         counters = self.counters
+        paused = self.pause
         while True:
+            if now < paused.until_s:
+                return paused.until_s - now
             if now < self.t_nic_s:
                 return self.t_nic_s - now
             soonest = None
@@ -201,7 +215,7 @@ class NicCore:
                 return 0.001
             counters["data_tx"] += 1
             wire_bytes = frame_len + WIRE_EXTRA_BYTES
-            late = now - max(f.t_next_s, self.t_nic_s)
+            late = now - max(f.t_next_s, self.t_nic_s, paused.until_s)   # a pause: not late
             pl[0] += 1
             pl[1] += late
             if late > pl[2]:

@@ -52,12 +52,12 @@ GROUP = "symphony_core"
 PURE_ENV = "SYMPHONY_PURE"
 
 MODULES = (
-    "runtime.wire",
+    "runtime.wire", "runtime.pause",
     "hosts.flows", "hosts.gbn", "hosts.cc.base", "hosts.cc.dcqcn", "hosts.cc.none",
     "hosts.nic_core", "hosts.nic", "hosts.rank",
     "switch_agent.queue_model", "switch_agent.symphony", "switch_agent.schemes",
-    "switch_agent.pipeline",
-    "emulator.sim.loop", "emulator.sim.network",
+    "switch_agent.pipeline", "switch_agent.pfc",
+    "emulator.sim.loop", "emulator.sim.network", "emulator.sim.pfc",
 )
 
 # mypy's checks that compiling needs relaxed: third-party modules without stubs are Any,

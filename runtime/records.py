@@ -127,6 +127,8 @@ class HostEnd(Record):
     max_rss_bytes: int | None = None
     process: dict | None = None     # {pid, hosts, cpu_s, sys_s}
     clock: dict | None = None       # the process's clock checks (hosts.group)
+    records: int | None = None      # the lines its telemetry file (<name>.jsonl) holds:
+                                    # a file cut short is found (emulator.rundir)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -258,6 +260,27 @@ class FlowPorts(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class PortPause(Record):
+    """802.1Qbb on one port of the node whose file it is in, over the run (a lossless
+    fabric, docs/architecture.md §5.6): the PAUSE frames it received for ``priority``
+    and the time that stopped its sending (emulated s), the PAUSE frames it sent about
+    what its link brings in, the most its switch held of that (headroom included) and
+    the frames the switch could not take; ``intervals``: [start, end] of each pause, the
+    first 10000 (``runtime.pause.PauseTimer``)."""
+    TYPE: ClassVar[str] = "port_pause"
+    port: str
+    priority: int
+    pauses_rx: int                  # XOFFs, refreshes included
+    resumes_rx: int                 # XONs (quanta 0)
+    paused_s: float
+    pauses_tx: int
+    resumes_tx: int
+    max_ingress_bytes: int
+    drops: int
+    intervals: list
+
+
+@dataclass(frozen=True, slots=True)
 class Arrivals(Record):
     """A port's arrival trace (``[switch] trace_arrivals``), as columns."""
     TYPE: ClassVar[str] = "arrivals"
@@ -294,7 +317,7 @@ class BackgroundFlow(Record):
 RECORDS: dict[str, type] = {c.TYPE: c for c in (
     FlowSent, FlowReceived, CollectiveDone, UnexpectedMessage, RankSummary, MessageSummary,
     Window, PortSample, KernelQueue, AgentStart, Control, ControlError, AgentFinal, FlowPorts,
-    Arrivals, BackgroundFlow)}
+    Arrivals, BackgroundFlow, PortPause)}
 _NAMES = {c: tuple(f.name for f in dataclasses.fields(c)) for c in RECORDS.values()}
 _FIELDS = {c: frozenset(names) for c, names in _NAMES.items()}
 

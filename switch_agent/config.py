@@ -99,6 +99,44 @@ class PortParams(Codec):
               f"must be a rate in {MIN_RATE_BPS:g}..{MAX_RATE_BPS:g} bit/s (emulated)")
 
 
+# HPCC ns-3's switch MMU (switch-mmu.cc, third.cc, run.py), as the paper's simulations ran
+# it: the defaults of PfcParams and of the spec's [pfc] section.
+HPCC_BUFFER_BYTES_PER_BPS = 16 * 2**20 / 50e9   # run.py: 16 MiB per 50 Gb/s of link rate
+MAX_PFC_ALPHA = 64.0          # HPCC's alpha is 2**-shift, shift >= 0: at most 1; ours any
+
+
+@dataclass(frozen=True)
+class PfcParams(Codec):
+    """A switch's lossless buffer under 802.1Qbb PFC (``switch_agent.pfc``; docs/
+    architecture.md §5.6): one shared buffer, per ingress port a reserve of its own and a
+    headroom for what is still in flight when it pauses its upstream. An ingress port
+    sends XOFF once its bytes beyond the reserve reach ``alpha`` x the free shared buffer
+    (a dynamic threshold), or once it uses headroom; XON once it uses no headroom and
+    ``resume_offset_bytes`` below that threshold. Bytes: the same at every dilation."""
+    buffer_bytes: int                  # no default: HPCC's scales with the link rate
+    headroom_bytes: int                # per ingress port; no default: the plan sizes it
+    alpha: float = 0.125               # switch-mmu's pfc_a_shift = 3 (third.cc)
+    reserve_bytes: int = 4096          # switch-mmu: reserve = 4 KiB per port and queue
+    resume_offset_bytes: int = 3072    # switch-mmu: resume_offset = 3 KiB
+    quanta: int = 0xFFFF               # per PAUSE, refreshed at half its time (see pfc.py)
+
+    def __post_init__(self):
+        for name in ("buffer_bytes", "headroom_bytes", "reserve_bytes", "resume_offset_bytes"):
+            v = getattr(self, name)
+            check(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 1 << 40,
+                  name, v, "must be an integer number of bytes, >= 0")
+        check(self.buffer_bytes > 0, "buffer_bytes", self.buffer_bytes, "must be > 0")
+        check(finite(self.alpha) and 0 < self.alpha <= MAX_PFC_ALPHA, "alpha", self.alpha,
+              f"must be > 0: a finite number in (0, {MAX_PFC_ALPHA:g}]")
+        check(isinstance(self.quanta, int) and 1 <= self.quanta <= 0xFFFF, "quanta",
+              self.quanta, "must be an integer in 1..65535 (512 bit-times each)")
+
+    def shared_bytes(self, ports: int) -> int:
+        """The shared buffer of a switch of ``ports`` ports: the whole less every port's
+        headroom and reserve."""
+        return self.buffer_bytes - ports * (self.headroom_bytes + self.reserve_bytes)
+
+
 @dataclass(frozen=True)
 class AgentConfig(Codec):
     """One switch agent. ``scheme`` picks the per-packet hook after RED
@@ -118,6 +156,7 @@ class AgentConfig(Codec):
     telemetry_path: str | None = None
     control_name: str | None = None         # abstract socket (switch_agent.control)
     trace_arrivals: bool = False            # every queued packet into telemetry at the end
+    pfc: PfcParams | None = None            # lossless ports (802.1Qbb); None: drop-tail
 
     def __post_init__(self):
         check(self.scheme in SWITCH_SCHEMES, "scheme", self.scheme, f"allowed: {', '.join(SWITCH_SCHEMES)}")

@@ -27,7 +27,8 @@ L2_HEADER_BYTES: Final = 14
 class EgressQueue:
     """Fluid model of a FIFO that drains at ``rate_bps`` and holds ``buffer_bytes``."""
     __slots__ = ("rate_Bps", "buffer_bytes", "burst_bytes", "q_bytes", "tokens", "t_last_s",
-                 "max_q_bytes", "enqueued_pkts", "enqueued_bytes", "dropped_pkts")
+                 "max_q_bytes", "enqueued_pkts", "enqueued_bytes", "dropped_pkts",
+                 "pause_from_s", "pause_until_s")
 
     def __init__(self, rate_bps: float, buffer_bytes: int, burst_bytes: float = 0.0):
         if rate_bps <= 0:
@@ -46,11 +47,19 @@ class EgressQueue:
         self.enqueued_pkts = 0
         self.enqueued_bytes = 0
         self.dropped_pkts = 0
+        self.pause_from_s = 0.0              # PFC: the port sends nothing in [from, until)
+        self.pause_until_s = 0.0
 
     def backlog(self, now_s: float) -> float:
         """Bytes queued at ``now_s`` (drains the model up to then)."""
         if self.t_last_s is not None and now_s > self.t_last_s:
-            credit = self.tokens + self.rate_Bps * (now_s - self.t_last_s)
+            dt = now_s - self.t_last_s
+            if self.pause_until_s > self.t_last_s:      # paused meanwhile: no drain then
+                a = self.pause_from_s if self.pause_from_s > self.t_last_s else self.t_last_s
+                b = self.pause_until_s if self.pause_until_s < now_s else now_s
+                if b > a:
+                    dt -= b - a
+            credit = self.tokens + self.rate_Bps * dt
             if credit >= self.q_bytes:
                 credit -= self.q_bytes
                 self.q_bytes = 0.0
@@ -69,6 +78,13 @@ class EgressQueue:
             raise ValueError(f"rate_bps must be > 0, got {rate_bps}")
         self.backlog(now_s)
         self.rate_Bps = rate_bps / 8.0
+
+    def set_pause(self, from_s: float, until_s: float, now_s: float) -> None:
+        """PFC: the port is paused over [from_s, until_s) as known at ``now_s`` (a PAUSE,
+        its refresh or an XON moves ``until_s``): the model neither drains nor saves
+        credit then (docs/architecture.md §5.6)."""
+        self.backlog(now_s)
+        self.pause_from_s, self.pause_until_s = from_s, until_s
 
     def enqueue(self, nbytes: int, now_s: float) -> float:
         """Offer ``nbytes``; returns the backlog including it, or -1.0 if drop-tail hit."""

@@ -16,7 +16,7 @@ import pytest
 
 from topologies.wiring import REPO_ROOT
 
-SIM_TESTS = ("tests/test_sim.py", "tests/test_sim_switch.py")
+SIM_TESTS = ("tests/test_sim.py", "tests/test_sim_switch.py", "tests/test_sim_report.py")
 # what pip says when it cannot reach the package registry (then the test cannot run here)
 OFFLINE = ("NewConnectionError", "Temporary failure in name resolution",
            "No matching distribution found", "Could not find a version")

@@ -6,8 +6,12 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from emulator import home
+
+if TYPE_CHECKING:
+    from emulator.analysis.summary import Summary
 
 
 def out_dir(arg: str | None, name: str) -> str:
@@ -56,29 +60,15 @@ def print_warnings(command: str, spec) -> None:
 
 
 def fits(command: str, spec, scheme: str, seed: int, force: bool, label: str = "") -> bool:
-    """The size guard (emulator.launch.capacity): False, saying why, if this machine
-    cannot emulate the spec; ``force`` (--force-size) skips it."""
-    from emulator.launch import capacity
-    machine = None
-    t = spec.topology
-    if t.server_targets:                      # real servers: reach and check each first
-        from cluster import servers
-        try:
-            facts, new = servers.checked(t.server_targets, t.ssh_config, t.underlay)
-        except (servers.PreflightError, ConnectionError, RuntimeError) as e:
-            print(f"symphony-emu {command}: {spec.path}{label}: the servers are not ready:\n"
-                  f"{e}", file=sys.stderr)
-            return False
-        for i, f in enumerate(facts if new else []):
-            print(f.describe(i))
-        machine = capacity.with_servers(capacity.this_machine(), facts, t.underlay_gbps * 1e9)
-    if force:
-        return True
-    why = capacity.check(spec, scheme, seed, machine)
-    for w in why:
-        print(f"symphony-emu {command}: {spec.path}{label}: too large for this machine: {w}; "
-              "--force-size runs it anyway", file=sys.stderr)
-    return not why
+    """The emulation's size guard (``emulator.launch.backends.Emulation.check``): False,
+    saying why, if this machine cannot emulate the spec; ``force`` (--force-size) skips it."""
+    from emulator.launch.backends import BACKENDS, BackendError, Options
+    try:
+        BACKENDS["emulation"].check(spec, scheme, seed, Options(force_size=force), label)
+    except BackendError as e:
+        print(f"symphony-emu {command}: {e}", file=sys.stderr)
+        return False
+    return True
 
 
 def seeds_text(seeds) -> str:
@@ -104,18 +94,7 @@ def progress_printer(label: str, unit: str = "steps"):
     return show
 
 
-def dask_answers(cmd: str, address: str) -> bool:
-    from emulator.sim.pool import reach
-    from emulator.sim.run import SimError
-    try:
-        reach(address)
-        return True
-    except SimError as e:
-        print(f"symphony-emu {cmd}: {e}", file=sys.stderr)
-        return False
-
-
-def print_results(summary, dilation: float, fmt: str) -> None:
+def print_results(summary: Summary, dilation: float, fmt: str) -> None:
     """The results as our tables (``table``) or as nccl-tests prints its own (``nccl-tests``:
     their columns and footer; the verdicts after them either way)."""
     from emulator.analysis import console, nccl

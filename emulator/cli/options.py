@@ -67,9 +67,10 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     _formats(r)
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a spec value, e.g. --set symphony.k=0.001 (repeatable)")
-    r.add_argument("--backend", choices=("emulation", "sim"), default="emulation",
-                   help="emulation (default, root: the real data path) or sim: the same "
-                        "protocol code on a virtual clock (no root, seconds; emulator.sim)")
+    r.add_argument("--backend", choices=("emulation", "sim", "fluid"), default="emulation",
+                   help="emulation (default, root: the real data path), sim: the same "
+                        "protocol code on a virtual clock (no root, seconds; emulator.sim) "
+                        "or fluid: the flow-level model (its schemes; as `predict`)")
     r.add_argument("--repeat", type=_positive_int, default=1, metavar="K",
                    help="run each seed K times (the emulation's own timing; the sim: K draws "
                         "of the hosts' timing) and print how much one seed varies against how "

@@ -61,11 +61,13 @@ def cmd_reproduce(args) -> int:
         print(f"symphony-emu reproduce: {', '.join(bad)}: allowed: {', '.join(known)} "
               "(the specs in runs/ with [[paper]] tables)", file=sys.stderr)
         return 2
-    backends = args.backend or list(rp.BACKENDS)
-    if "emulation" in backends and os.geteuid() != 0:
-        print("symphony-emu reproduce: --backend emulation needs root (network namespaces, "
-              "iptables); --backend fluid and sim do not", file=sys.stderr)
-        return 2
+    from emulator.launch.backends import BACKENDS, BackendError, Options
+    backends = list(dict.fromkeys(args.backend or rp.BACKENDS))
+    for name in backends:
+        why = BACKENDS[name].refusal(Options(jobs=args.jobs))
+        if why:
+            print(f"symphony-emu reproduce: {why}", file=sys.stderr)
+            return 2
     figs = args.figures or known
     print("symphony-emu reproduce: " + "; ".join(
         f"{f}: " + ", ".join(f"{b} {rp.seeds_for(f, b, args.seeds)} seeds" for b in backends)
@@ -73,12 +75,11 @@ def cmd_reproduce(args) -> int:
     from emulator.cli.common import out_dir, progress_printer
     out = out_dir(args.out, "reproduce")
     print(f"symphony-emu reproduce: -> {out} (run again with --out {out} to resume)")
-    from emulator.sim.run import SimError
     try:
         for path in rp.reproduce(figs, backends, out, data, args.seeds, args.jobs,
                                  progress_printer):
             print(f"data: {path}")
-    except (SimError, ValueError) as e:
+    except (BackendError, ValueError) as e:
         print(f"symphony-emu reproduce: {e}", file=sys.stderr)
         return 2
     return 0

@@ -6,70 +6,40 @@ from __future__ import annotations
 import os
 import sys
 
-from emulator.cli.common import (dask_answers, fits, load_spec, out_dir, print_results,
-                                 progress_printer)
-from topologies import wiring
+from emulator.cli.common import load_spec, out_dir, print_results, progress_printer
 
 
 def cmd_run(args) -> int:
     from emulator.analysis import report
+    from emulator.launch.backends import BACKENDS, BackendError, Options, Task
     spec = load_spec(args)
     if spec is None:
         return 2
+    backend = BACKENDS[args.backend]
     # --scheme is repeatable: each scheme named runs, in the order given (once each)
-    schemes = list(dict.fromkeys(args.scheme)) if args.scheme else list(spec.run.schemes)
-    from emulator.spec.schema import SCHEME_NAMES
-    bad = [s for s in args.scheme or [] if s not in SCHEME_NAMES]
+    schemes = (list(dict.fromkeys(args.scheme)) if args.scheme
+               else list(backend.default_schemes(spec)))
+    bad = [s for s in schemes if s not in backend.schemes]
     if bad:
-        print(f"symphony-emu run: --scheme {bad[0]!r}: allowed: {', '.join(SCHEME_NAMES)}",
+        print(f"symphony-emu run: --scheme {bad[0]!r}: allowed: {', '.join(backend.schemes)}",
               file=sys.stderr)
         return 2
     seeds = list(range(1, args.seeds + 1)) if args.seeds else list(spec.run.seeds)
-    sim = args.backend == "sim"
-    if not sim and os.geteuid() != 0:
-        print("symphony-emu run: needs root (network namespaces, iptables); "
-              "--backend sim does not", file=sys.stderr)
+    if args.until_decided and "baseline" not in schemes:
+        print("symphony-emu run: --until-decided compares each scheme with the baseline; "
+              "run baseline too (--scheme or run.schemes)", file=sys.stderr)
         return 2
-    if not sim:
-        from emulator.launch import runner    # the fabric: Mininet, root
-    if sim and (args.pcap or args.servers):
-        print(f"symphony-emu run: --{'pcap' if args.pcap else 'servers'} is for the "
-              "emulation; --backend sim has no packets to capture or servers to use",
-              file=sys.stderr)
+    opts = Options(pcap=args.pcap or [], servers=args.servers, paths=args.paths,
+                   dask=args.dask, force_size=args.force_size, jobs=args.jobs)
+    why = backend.refusal(opts)
+    if why:
+        print(f"symphony-emu run: {why}", file=sys.stderr)
         return 2
-    if args.paths and not sim:
-        print("symphony-emu run: --paths is for --backend sim (a twin of an emulated run)",
-              file=sys.stderr)
-        return 2
-    if args.dask and not sim:
-        print("symphony-emu run: --dask is for --backend sim (the emulation keeps one run "
-              "at a time)", file=sys.stderr)
-        return 2
-    if args.dask and not dask_answers("run", args.dask):
-        return 2
-    given = {}
-    if sim:
-        from emulator.analysis.split import twin_paths
-        from emulator.sim.run import SimError, check as sim_check
-        from emulator import plan as planning
-        try:
-            sim_check(spec.path, planning.compile(spec, schemes[0], seeds[0]))
-            if args.paths:
-                given = {(scheme, seed): twin_paths(args.paths, spec, scheme, seed)
-                         for scheme in schemes for seed in seeds}
-        except SimError as e:
-            print(f"symphony-emu run: {e}", file=sys.stderr)
-            return 2
-    elif not fits("run", spec, schemes[0], seeds[0], args.force_size):
-        return 2
-    from emulator.launch import capture
-    from topologies.wiring import switch_names
-    pcap = capture.parse_points(args.pcap)
     try:
-        capture.check_points(pcap, spec.topology.host_names, switch_names(spec.topology))
-        if pcap:
-            capture.tool()
-    except capture.CaptureError as e:
+        for scheme, seed in ([(s, n) for s in schemes for n in seeds] if args.paths
+                             else [(schemes[0], seeds[0])]):     # --paths: each run's own
+            backend.check(spec, scheme, seed, opts)
+    except BackendError as e:
         print(f"symphony-emu run: {e}", file=sys.stderr)
         return 2
     out = out_dir(args.out, spec.name)
@@ -80,37 +50,26 @@ def cmd_run(args) -> int:
     os.makedirs(out, exist_ok=True)
     print(f"symphony-emu run: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} seed(s) "
           f"-> {out}")
-    print(f"symphony-emu run: {'simulated (virtual time)' if sim else _layout(spec)}")
+    print(f"symphony-emu run: {backend.describe(spec)}")
+
     def run_seeds(batch):
         # seed by seed, the schemes of one seed (and repeat) side by side, in turns: a
         # machine that drifts over a long sitting then moves both sides of a pair alike
-        runs = [(f"{scheme}-seed{seed}" + (f"-rep{k}" if k > 1 else ""), scheme, seed, k)
-                for i, seed in enumerate(batch) for k in range(1, args.repeat + 1)
-                for scheme in (schemes if (i + k) % 2 else schemes[::-1])]
-        if sim:
-            from emulator.sim.pool import run_many
-            run_many([(name, spec, scheme, seed, os.path.join(out, name),
-                       given.get((scheme, seed)), k) for name, scheme, seed, k in runs],
-                     args.jobs, args.dask)
-            return
-        for name, scheme, seed, k in runs:
-            runner.run_one(spec, scheme, seed, os.path.join(out, name),
-                           progress_printer(name), pcap=pcap, repeat=k)
-            if sys.stdout.isatty():
-                print()
+        tasks = []
+        for i, seed in enumerate(batch):
+            for k in range(1, args.repeat + 1):
+                for scheme in schemes if (i + k) % 2 else schemes[::-1]:
+                    name = f"{scheme}-seed{seed}" + (f"-rep{k}" if k > 1 else "")
+                    tasks.append(Task(name, spec, scheme, seed, os.path.join(out, name), k))
+        backend.run(tasks, opts, progress_printer)
 
     sequential = None
-    if args.until_decided and "baseline" not in schemes:
-        print("symphony-emu run: --until-decided compares each scheme with the baseline; "
-              "run baseline too (--scheme or run.schemes)", file=sys.stderr)
-        return 2
-    from emulator.sim.run import SimError
     try:
         if args.until_decided:
             sequential = _until_decided(args, spec, schemes, seeds, out, run_seeds)
         else:
             run_seeds(seeds)
-    except SimError as e:                      # e.g. no Dask scheduler at --dask
+    except BackendError as e:                  # e.g. the Dask scheduler went away
         print(f"symphony-emu run: {e}", file=sys.stderr)
         return 2
     summary = report.summarize(out, plots=not args.no_plots)
@@ -200,15 +159,3 @@ def reclaim_killed(out: str) -> bool:
               "and its partial files")
         os.rmdir(e)
     return True
-
-
-def _layout(spec) -> str:
-    """How a run of ``spec`` is laid out on this machine: D, and the processes that serve
-    its hosts and switches (architecture §3.4, §5.1)."""
-    from emulator.launch.capacity import default_processes
-    hosts, switches = len(spec.topology.host_names), len(wiring.switch_names(spec.topology))
-    sc = spec.scale
-    hp = min(hosts, sc.host_processes or default_processes(hosts))
-    ap = min(switches, sc.agent_processes or default_processes(switches))
-    return (f"D = {sc.dilation:g}; {hosts} hosts in {hp} process(es), {switches} switch "
-            f"agents in {ap}{', each process on one CPU' if sc.pin_cpus else ''}")

@@ -21,6 +21,7 @@ import numpy as np
 from emulator.analysis import report
 from emulator.analysis.evidence import print_evidence
 from emulator.analysis.split import TWIN
+from emulator.launch.backends import BACKENDS, Backend, Options, Task
 from emulator.rundir import RunFolder, run_folders
 from emulator.spec import load, variants
 
@@ -54,7 +55,7 @@ def points(spec_path: str, params: list[str], base_overrides: list[str],
     return out
 
 
-def _runs(spec_path, out, pts, schemes, seeds):
+def _runs(spec_path, out, pts, schemes, seeds, backend: Backend):
     """Each point's (label, spec, folder) with its runs' (name, scheme, seed, run folder,
     done before?), the point's folder made."""
     for label, overrides in pts:
@@ -65,56 +66,36 @@ def _runs(spec_path, out, pts, schemes, seeds):
         # machine's drift over a long sweep then moves both sides of a pair alike
         yield label, spec, pdir, [
             (f"{label} {scheme} seed {seed}", scheme, seed, rundir, RunFolder(rundir).done)
-            for seed in seeds or spec.run.seeds for scheme in schemes or spec.run.schemes
+            for seed in seeds or spec.run.seeds
+            for scheme in schemes or backend.default_schemes(spec)
             for rundir in [os.path.join(pdir, f"{scheme}-seed{seed}")]]
-
-
-def _simulate_all(spec_path, out, pts, schemes, seeds, jobs: int, dask) -> None:
-    """Every simulated run of the sweep not done before, ``jobs`` at a time (processes:
-    each run is one Python process's work) or on the Dask scheduler ``dask``, each
-    printed as it ends."""
-    from emulator.sim.pool import run_many
-    todo = []
-    for _, spec, _, runs in _runs(spec_path, out, pts, schemes, seeds):
-        for name, scheme, seed, rundir, done in runs:
-            if done:
-                print(f"{name}: done before, kept")
-            else:
-                todo.append((name, spec, scheme, seed, rundir, None, 1))
-    run_many(todo, jobs, dask)
 
 
 def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[str],
               schemes: list[str] | None, seeds: list[int] | None, progress=None,
-              only: list[str] | None = None, backend: str = "emulation",
-              plots: bool = True, jobs: int = 1, dask=None) -> list[dict]:
-    """``backend``: ``emulation`` (the fabric; schemes baseline, symphony, pq), ``sim``
-    (the same protocol code on a virtual clock, ``emulator.sim``; the same schemes) or
-    ``fluid`` (the flow-level model, ``emulator.launch.predict``; schemes baseline,
-    ideal-priority, pq, all by default). ``jobs``: simulated runs in that many processes
-    at once, or on the Dask scheduler at ``dask`` (the emulation keeps one run at a time)."""
-    from emulator.launch import predict
-    if backend == "fluid" and not schemes:
-        schemes = list(predict.MODEL_SCHEMES)
+              only: list[str] | None = None, backend: Backend | str = "emulation",
+              plots: bool = True, opts: Options = Options()) -> list[dict]:
+    """Every run of the sweep not done before, on ``backend``
+    (``emulator.launch.backends``: the emulation, the simulation or the flow-level model;
+    each runs its schemes, the model all of its own when none are named), then each point
+    reported; ``opts``: the backend's run options (``jobs``, ``dask``: simulated runs side
+    by side)."""
+    if isinstance(backend, str):
+        backend = BACKENDS[backend]
     rows = []
     job_rows = []
     firsts = []
     pts = points(spec_path, params, base_overrides, only)
-    if backend == "sim":
-        _simulate_all(spec_path, out, pts, schemes, seeds, jobs, dask)
-    for label, spec, pdir, runs in _runs(spec_path, out, pts, schemes, seeds):
+    made = list(_runs(spec_path, out, pts, schemes, seeds, backend))
+    todo = []
+    for _, spec, _, runs in made:
         for name, scheme, seed, rundir, done in runs:
-            if backend == "sim":
-                continue                      # all run above, at once
             if done:
                 print(f"{name}: done before, kept")
-            elif backend == "fluid":
-                predict.predict_one(spec, scheme, seed, rundir)
             else:
-                from emulator.launch import runner   # the fabric: Mininet, root
-                print(f"{name}: running", flush=True)
-                runner.run_one(spec, scheme, seed, rundir,
-                               progress(name) if progress else None)
+                todo.append(Task(name, spec, scheme, seed, rundir))
+    backend.run(todo, opts, progress)
+    for label, _, pdir, _ in made:
         summary = report.summarize(pdir, plots=plots)
         if summary.evidence:
             print(f"{label}:")

@@ -126,6 +126,12 @@ class Perturbation:
         """Host -> the delay its ranks wait before each step's send (emulated s)."""
         return {}
 
+    @classmethod
+    def cut_cables(cls, p) -> tuple[frozenset, ...]:
+        """Cables it takes down at some time, each the frozenset of its two ends (the
+        lossless fabric's deadlock check routes around them: ``emulator.spec.pfc``)."""
+        return ()
+
     # --- the emulation ----------------------------------------------------------------
 
     def prepare(self, fab, rundir: str) -> None:

@@ -35,6 +35,10 @@ class LinkDown(Perturbation):
         return {"kind": cls.kind, **kv, "at_ms": 0.0}, False
 
     @classmethod
+    def cut_cables(cls, p) -> tuple[frozenset, ...]:
+        return (frozenset((p.switch, p.toward)),)
+
+    @classmethod
     def from_spec(cls, p, ctx: Context) -> "LinkDown":
         return cls(p.switch, p.toward, ctx.port_toward(p.switch, p.toward))
 

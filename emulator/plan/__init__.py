@@ -53,6 +53,8 @@ class FabricPlan:
     ssh_config: str = ""          # their ssh_config file ("": the user's own)
     underlay: tuple = ()          # their addresses for the cut links (): their sshd's)
     underlay_bps: float = 0.0     # the servers' network, per server (0: as it reports)
+    flow_control: str = "drop"    # drop-tail ports | pfc: lossless (each agent's ``pfc``)
+    control_priority: bool = True # pfc: ACK, NAK, CNP in a priority never paused
 
     @property
     def port_rates(self) -> dict[str, dict[str, float]]:
@@ -109,7 +111,7 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
                                            for hop in KINDS[p.kind].slow_hops(p, rate)),
                      t.ssh or bool(t.server_targets), t.server_targets,
                      os.path.expanduser(t.ssh_config) if t.ssh_config else "", t.underlay,
-                     t.underlay_gbps * 1e9)
+                     t.underlay_gbps * 1e9, t.flow_control, spec.pfc.control_priority)
     agents = {name: agent_config(spec, sc, sch.hook_at_start(late), seed, name)
               for name in wiring.switch_names(t)}
     lays = tuple(job_layout(j, t, sc.time_s, spec.collective.order) for j in spec.jobs)
@@ -134,7 +136,9 @@ def agent_config(spec: Spec, sc: Scale, hook: str, seed: int, switch: str) -> Ag
         symphony=SymphonyParams(t_win_s=sy.t_win_s(sc), k=sy.k, tau=sy.tau,
                                 n_warmup=sy.n_warmup, n_sample=sy.n_sample,
                                 tracking=sy.tracking),
-        trace_arrivals=sw.trace_arrivals)
+        trace_arrivals=sw.trace_arrivals,
+        pfc=spec.pfc.params(spec.topology.link_rate_gbps, spec.transport.mtu_bytes)
+        if spec.topology.flow_control == "pfc" else None)
 
 
 def port_toward(spec: Spec, switch: str, neighbor: str) -> str:

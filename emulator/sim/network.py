@@ -102,6 +102,11 @@ class OutPort(Event):
             self.scheduled = True
             self.loop.at(self.free_at if self.free_at > now else now, self)
 
+    def offer_from(self, pkt: bytes, now: float, ingress: "OutPort") -> None:
+        """A packet that came in by the link ``ingress`` (a lossless port's buffer
+        accounts it to that ingress: ``emulator.sim.pfc``); a drop-tail port's is one."""
+        self.offer(pkt, now)
+
     def set_rate(self, rate_bps: float) -> None:
         """From the next packet on (the one in service keeps its time)."""
         self.rate_bps = rate_bps
@@ -227,9 +232,10 @@ class Network:
         self.nics[host] = nic
         self.on_arrival[host] = after
 
-    def arrive(self, node: str, pkt: bytes, t: float) -> None:
-        """``pkt`` reached ``node``: a host's NIC reads it (after the host's delay), a
-        switch's pipeline and egress port take it on."""
+    def arrive(self, node: str, pkt: bytes, t: float, ingress: OutPort | None = None) -> None:
+        """``pkt`` reached ``node`` (by the link ``ingress``, given on a lossless fabric):
+        a host's NIC reads it (after the host's delay), a switch's pipeline and egress
+        port take it on."""
         nic = self.nics.get(node)
         if nic is not None:
             if self.host_delay_s > 0:
@@ -258,7 +264,10 @@ class Network:
                 if not verdict:
                     return                            # the agent dropped it
                 pkt = bytes(verdict)
-        port.offer(pkt, t)
+        if ingress is None:
+            port.offer(pkt, t)
+        else:
+            port.offer_from(pkt, t, ingress)
 
     def read(self, node: str, pkt: bytes, t: float) -> None:
         """A datagram handed to ``node``'s NIC (after the host's delay, if any)."""

@@ -37,6 +37,7 @@ from emulator.routing import graph
 from emulator.routing.ecmp import ecmp_choice, salt_of
 from emulator.rundir import RunFolder
 from emulator.sim.loop import Loop
+from emulator.sim import pfc
 from emulator.sim.network import Network, SimNic, Wakeups
 from hosts.host import MessageHost
 from hosts.rank import RankHost
@@ -138,14 +139,23 @@ def _simulate(plan, spec_raw: dict, spec_path: str | None, rundir: str,
                   host_delay_s=host_delay_s,
                   rng=random.Random((salt ^ HOST_STREAM) + 7919 * (repeat - 1)))
     net.paths = dict(paths or {})
+    lossless = f.flow_control == "pfc"
+    mmus = pfc.make_lossless(net, {sw: cfg.pfc for sw, cfg in plan.agents.items()
+                                   if cfg.pfc is not None}, f.control_priority) \
+        if lossless else {}
     agents_tele = {}
     for sw, cfg in plan.agents.items():
         tele = agents_tele[sw] = Telemetry(folder.file(f"{sw}.jsonl"))
+        # lossless: the switch's MMU drops, never a port's queue (its model can hold
+        # the whole buffer, and a frame of drift)
+        model_bytes = cfg.pfc.buffer_bytes + 2 * plan.mtu_bytes if cfg.pfc else f.buffer_bytes
         ports = {i: Port(net.ports[key].name, EgressQueue(net.ports[key].rate_bps,
-                                                         f.buffer_bytes),
+                                                         model_bytes),
                          shared_buffer=plan.scheme.port_qdisc == "pq")
                  for key, i in net.port_index.items() if key[0] == sw}
         net.pipelines[sw] = SwitchPipeline.from_config(cfg, ports, on_window=tele.write)
+    if lossless:
+        pfc.watch_models(net)
     hosts: dict = {}
     wakeups = Wakeups(loop, hosts)
     for name, cfg in sorted(plan.hosts.items()):
@@ -163,15 +173,21 @@ def _simulate(plan, spec_raw: dict, spec_path: str | None, rundir: str,
     # wake it, and wake() tells the loop to look
     finished = loop.run(plan.timeout_s, wakeups.all_ended)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    for h in hosts.values():
+    pauses = pfc.records(net, loop.now) if lossless else {}
+    for name, h in hosts.items():
+        for rec in pauses.get(name, ()):
+            h.tele.write(rec)
         h.tele.close()
     for sw, tele in agents_tele.items():
         tele.write(net.pipelines[sw].flow_ports_record(sw))
+        for rec in pauses.get(sw, ()):
+            tele.write(rec)
         tele.close()
     data = sum(n.counters["data_tx"] for n in net.nics.values())
     meas = Measurements(
         backend="sim", t_start=0.0, timed_out=not finished,
-        rank_summaries={n: h.summary(not finished, {}) for n, h in hosts.items()},
+        rank_summaries={n: replace(h.summary(not finished, {}), records=h.tele.records)
+                        for n, h in hosts.items()},
         agents={sw: AgentMeasurements(counters=p.totals()["total"])
                 for sw, p in net.pipelines.items()},
         sim=SimStats(end_s=loop.now, events=loop.events, data_packets=data,
@@ -179,7 +195,17 @@ def _simulate(plan, spec_raw: dict, spec_path: str | None, rundir: str,
                      drops_by_port={port.name: port.drops for port in net.ports.values()
                                     if port.drops},
                      background_rx=net.background_rx, wall_s=wall, cpu_s=cpu,
-                     cpu_us_per_data_packet=cpu / data * 1e6 if data else None),
+                     cpu_us_per_data_packet=cpu / data * 1e6 if data else None,
+                     **(_pfc_stats(mmus, pauses) if lossless else {})),
         host_delay_s=host_delay_s, not_modelled=list(NOT_MODELLED), wall_s=wall)
     folder.write_measurements(meas)
     return meas
+
+
+def _pfc_stats(mmus: dict, pauses: dict) -> dict:
+    """``SimStats``' lossless fields: the MMUs' drops and frames, each port's paused time."""
+    return {"flow_control": "pfc", "pfc_drops": sum(sum(m.drops) for m in mmus.values()),
+            "pauses": sum(sum(m.xoff_sent) for m in mmus.values()),
+            "resumes": sum(sum(m.xon_sent) for m in mmus.values()),
+            "paused_s": {r.port: r.paused_s for recs in pauses.values()
+                         for r in recs if r.paused_s > 0}}

@@ -22,12 +22,12 @@ import os
 from dataclasses import replace
 
 from cluster import placement
-from emulator.spec import file as specfile, jobs as specjobs, paper, profiles
+from emulator.spec import file as specfile, jobs as specjobs, paper, pfc as specpfc, profiles
 from emulator.perturbations import KINDS as PERTURBATION_KINDS
-from emulator.spec.schema import (CONGESTION_CONTROLS, DCQCN_VARIANTS, MAX_SEED, PERTURBATION_KEYS,
-                             PERTURBATIONS, PRIMARY_METRICS, SCHEME_NAMES, SECTIONS, TOP_KEYS,
-                             TOPOLOGY_KINDS, PerturbationSpec, RunSpec, ScaleSpec, Spec,
-                             TopologySpec)
+from emulator.spec.schema import (CONGESTION_CONTROLS, DCQCN_VARIANTS, FLOW_CONTROLS, MAX_SEED,
+                             PERTURBATION_KEYS, PERTURBATIONS, PRIMARY_METRICS, SCHEME_NAMES,
+                             SECTIONS, TOP_KEYS, TOPOLOGY_KINDS, PerturbationSpec, RunSpec,
+                             ScaleSpec, Spec, TopologySpec)
 from emulator.spec.check import SpecError, need, reuse, section, show
 from emulator.spec.jobs import job_hosts
 from hosts.config import TransportParams
@@ -174,6 +174,8 @@ def validate(raw: dict, path: str) -> Spec:
         need(False, path, f"topology.{bad[0]}", *bad[1:])
     need(16_384 <= topo.buffer_bytes <= 1 << 30, path, "topology.buffer_bytes",
          topo.buffer_bytes, "must be >= 16384 (a few 4 KB frames) and <= 2**30")
+    need(topo.flow_control in FLOW_CONTROLS, path, "topology.flow_control",
+         topo.flow_control, f"allowed: {', '.join(FLOW_CONTROLS)}")
     reuse(path, "switch", sw, lambda: RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax),
           {"enabled": "red"})
     for key in ("red_scale_with_rate", "trace_arrivals"):
@@ -234,6 +236,7 @@ def validate(raw: dict, path: str) -> Spec:
     perts = tuple(_perturbation(
         section(PerturbationSpec, p, f"perturbations[{i}]", path, sc.dilation),
         p, f"perturbations[{i}]", path, topo, jobs) for i, p in enumerate(perts_raw))
+    specpfc.check(sections["pfc"], topo, tr.mtu_bytes, perts, path)
     try:
         claims = paper.parse(raw.get("paper", []), tuple(names), tuple(SCHEME_NAMES))
     except paper.PaperError as e:

@@ -21,18 +21,22 @@ from hosts.cc import ALGORITHMS as CC_ALGORITHMS, DcqcnParams
 from hosts.collectives import ALGORITHMS
 from hosts.collectives.order import DEFAULT_ORDER
 from hosts.config import MAX_ACK_EVERY, MessageConfig, TransportParams
+from runtime import wire
 from runtime.codec import finite
 from runtime.scale import (DEFAULT_DILATION, MAX_DILATION, MIN_DILATION, PAPER_LINK_RATE_BPS,
                            Scale)
-from switch_agent.config import (K_MAX, MAX_RATE_BPS, MAX_THRESHOLD_BYTES, MAX_WINDOWS,
-                                 MIN_RATE_BPS, MIN_T_WIN_S, T_WIN_S, AgentConfig, RedParams,
+from switch_agent.config import (HPCC_BUFFER_BYTES_PER_BPS, K_MAX, MAX_PFC_ALPHA,
+                                 MAX_RATE_BPS, MAX_THRESHOLD_BYTES, MAX_WINDOWS, MIN_RATE_BPS,
+                                 MIN_T_WIN_S, T_WIN_S, AgentConfig, PfcParams, RedParams,
                                  SymphonyParams)
+from switch_agent.queue_model import L2_HEADER_BYTES
 from topologies import wiring
 
 PRIMARY_METRICS = ("auto", "cct", "jct")
 SCHEME_NAMES = tuple(SCHEME_REGISTRY)          # emulator.spec.schemes: one object each
 PERTURBATIONS = tuple(PERTURBATION_KINDS)  # emulator.perturbations: one class each
 TOPOLOGY_KINDS = ("leafspine", "dumbbell")
+FLOW_CONTROLS = ("drop", "pfc")    # drop-tail ports | lossless, 802.1Qbb ([pfc])
 ALGORITHM_NAMES = tuple(ALGORITHMS)
 GRID_ALGORITHMS = tuple(n for n, c in ALGORITHMS.items() if c.needs_grid)
 # hosts.cc's algorithms: "dcqcn" (its [dcqcn] variant: dcqcn_<variant>) or another by name
@@ -150,6 +154,7 @@ class TopologySpec:
     ssh: bool = False
     ssh_config: str = ""
     underlay_gbps: float = _num(0.0, 0.0, 1e5, " Gb/s")
+    flow_control: str = "drop"       # drop | pfc (the paper's lossless fabric; simulator only)
     server_targets: tuple = ()       # from `servers = [...]`: real servers
     underlay: tuple = ()
 
@@ -189,6 +194,46 @@ class SymphonySpec:                  # defaults, bounds: the agent's (switch_age
         """The window as an agent takes it (``SymphonyParams.t_win_s``): emulated seconds.
         (µs / 1e6, not x 1e-6: the default then is the agent's own T_WIN_S to the bit.)"""
         return scale.time_s(self.t_win_us / 1e6)
+
+
+_PFC = PfcParams(buffer_bytes=1, headroom_bytes=0)   # the MMU's defaults (an instance)
+PAUSE_FRAME_BYTES = 60               # runtime.pause.FRAME_BYTES
+
+
+@dataclass(frozen=True)
+class PfcSpec:
+    """[pfc]: each switch's lossless buffer when ``topology.flow_control = "pfc"``
+    (``switch_agent.pfc``: HPCC ns-3's switch MMU, which the paper's simulations ran).
+    Bytes are the same at every dilation; ``reaction_us`` is real scale, dilated."""
+    # 0: HPCC's run.py, 16 MiB per 50 Gb/s of link rate (3.2 MiB at 10 Gb/s)
+    buffer_bytes: int = _num(0, 0, 1 << 34, " B", note=" (0: 16 MiB x link rate / 50 Gb/s)")
+    alpha: float = _num(_PFC.alpha, 0, MAX_PFC_ALPHA, open_lo=True)   # HPCC: 1/8
+    reserve_bytes: int = _num(_PFC.reserve_bytes, 0, 1 << 30, " B")   # HPCC: 4 KiB
+    resume_offset_bytes: int = _num(_PFC.resume_offset_bytes, 0, 1 << 30, " B")  # 3 KiB
+    # per ingress port; 0: what can still arrive once a port decides XOFF: a frame in
+    # service ahead of the PAUSE, one its upstream starts meanwhile, the PAUSE itself,
+    # and the link rate x reaction_us (HPCC: 3 x rate x its links' 1 us delay)
+    headroom_bytes: int = _num(0, 0, 1 << 30, " B", note=" (0: two frames, a PAUSE and "
+                                                         "link rate x reaction_us)")
+    # cable delay both ways + the switch's processing, real scale: the simulator's
+    # links and switches have neither (0)
+    reaction_us: float = _num(0.0, 0, unit=" µs", time_s=US)
+    quanta: int = _num(_PFC.quanta, 1, 0xFFFF, note=" (512 bit-times each)")
+    # ACK, NAK, CNP in a priority of their own, served first and never paused (HPCC's
+    # DCQCN runs: ACK_HIGH_PRIO 1); false: in RoCE's lossless one, behind data
+    control_priority: bool = True
+
+    def params(self, link_rate_gbps: float, mtu_bytes: int) -> PfcParams:
+        """The MMU's parameters on links of ``link_rate_gbps`` carrying ``mtu_bytes``."""
+        rate_Bps = link_rate_gbps * 1e9 / 8
+        frame = mtu_bytes + wire.OVERHEAD_BYTES + L2_HEADER_BYTES    # 4154 B at 4096
+        return PfcParams(
+            buffer_bytes=self.buffer_bytes
+            or round(HPCC_BUFFER_BYTES_PER_BPS * link_rate_gbps * 1e9),
+            headroom_bytes=self.headroom_bytes or math.ceil(
+                2 * frame + PAUSE_FRAME_BYTES + rate_Bps * self.reaction_us * 1e-6),
+            alpha=self.alpha, reserve_bytes=self.reserve_bytes,
+            resume_offset_bytes=self.resume_offset_bytes, quanta=self.quanta)
 
 
 _NIC_DCQCN = DcqcnParams()           # the NIC's defaults (an instance: a compiled dataclass's
@@ -328,6 +373,7 @@ class Spec:
     transport: TransportSpec = field(default_factory=TransportSpec)
     collective: CollectiveSpec = field(default_factory=CollectiveSpec)
     sim: SimSpec = field(default_factory=SimSpec)
+    pfc: PfcSpec = field(default_factory=PfcSpec)
     jobs: tuple = ()
     messages: tuple = ()
     perturbations: tuple = ()
@@ -338,7 +384,7 @@ class Spec:
 
 SECTIONS = {"scale": ScaleSpec, "topology": TopologySpec, "switch": SwitchSpec,
             "symphony": SymphonySpec, "dcqcn": DcqcnSpec, "transport": TransportSpec,
-            "collective": CollectiveSpec, "sim": SimSpec, "run": RunSpec}
+            "collective": CollectiveSpec, "sim": SimSpec, "pfc": PfcSpec, "run": RunSpec}
 TOP_KEYS = ("name", "description", "profile", "jobs", "job_stream", "messages",
             "perturbations", "variants", "paper") + tuple(SECTIONS)
 

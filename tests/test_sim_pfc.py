@@ -1,0 +1,103 @@
+"""The simulated lossless fabric (emulator/sim/pfc.py) on Fig 9's two-into-one incast:
+h0 and h1 send 1 MiB each to h2 through leaf0 from t = 0, at line rate (no congestion
+control, RED off). Drop-tail with a small buffer drops and resends; PFC ends with no
+drop and each sender paused for the time the arithmetic gives.
+
+The arithmetic (10 Gb/s at D = 2000: r = 5 Mb/s; W = 256 frames x 4154 B = 1063424 B per
+sender). Both ingress ports fill at r/2 each (2r in, r out) until each holds the XOFF
+point X = reserve + alpha F / (1 + 2 alpha) -- s >= alpha (F - 2 s), F the shared pool --
+by then each sender has sent 2X. From there leaf0 lets each through at r/2: it is
+paused (PAUSE to XON, its own frame in flight included) but for a PAUSE frame's time a
+frame, while it sends the rest, W - 2X, so for 2 (W - 2X) / r. With HPCC's defaults
+(3355443 B, 3 ports x (8368 + 4096) B: F = 3318051 B) X = 335901 B and each sender is
+paused (2W - 4X) x 8 / r = 1.2532 s."""
+
+import os
+
+import pytest
+
+from emulator import plan as planning
+from emulator.home import root as project_root
+from emulator.rundir import RunFolder
+from emulator.sim import run as simrun
+from emulator.spec import load
+from runtime.records import FlowReceived, FlowSent, PortPause
+
+FIG9 = os.path.join(project_root(), "runs", "fig9.toml")
+INCAST = ["messages.0.start_ms=0.0", "switch.red=false", 'transport.congestion_control="none"']
+PFC = 'topology.flow_control="pfc"'
+RATE = 10e9 / 2000
+W = 256 * 4154
+FRAME_S = 4154 * 8 / RATE             # 6.6464 ms
+
+
+def run(tmp_path, sets, name):
+    spec = load(FIG9, INCAST + sets)
+    rundir = str(tmp_path / name)
+    meas = simrun.run_sim(spec, "baseline", 1, rundir)
+    return spec, meas, RunFolder(rundir)
+
+
+def test_drop_tail_with_a_small_buffer_drops_and_resends(tmp_path):
+    _, meas, folder = run(tmp_path, ["topology.buffer_bytes=65536"], "drop")
+    assert meas.sim.flow_control == "drop" and meas.sim.pauses == 0
+    assert meas.sim.port_drops > 100 and meas.sim.drops_by_port == {
+        "leaf0-eth3": meas.sim.port_drops}
+    assert sum(f.retransmits for f in folder.host_records(FlowSent)) > 100
+
+
+def test_pfc_ends_the_incast_without_a_drop_each_sender_paused_as_computed(tmp_path):
+    spec, meas, folder = run(tmp_path, [PFC], "pfc")
+    params = planning.compile(spec, "baseline", 1).agents["leaf0"].pfc
+    shared = params.shared_bytes(3)
+    assert shared == 3318051
+    x = params.reserve_bytes + params.alpha * shared / (1 + 2 * params.alpha)
+    paused = (2 * W - 4 * x) * 8 / RATE
+    assert paused == pytest.approx(1.2532, abs=1e-4)
+
+    assert meas.sim.port_drops == meas.sim.pfc_drops == 0
+    assert sum(f.retransmits + f.timeouts for f in folder.host_records(FlowSent)) == 0
+    recv = folder.host_records(FlowReceived)
+    assert len(recv) == 2 and all(r.bytes == 1 << 20 for r in recv)
+    # the egress never idles: both done when 2W have left at r (within a frame)
+    assert max(r.end_s for r in recv) == pytest.approx(2 * W * 8 / RATE, abs=FRAME_S)
+
+    hosts = {r.port: r for r in folder.host_records(PortPause)}
+    assert set(hosts) == {"h0-eth0", "h1-eth0"}
+    for r in hosts.values():            # each within two frames' time of the arithmetic
+        assert r.paused_s == pytest.approx(paused, abs=2 * FRAME_S), r.paused_s
+        assert r.pauses_rx == r.resumes_rx == len(r.intervals) > 50
+    # the senders' offsets at the start cancel: together within one frame's time
+    assert sum(r.paused_s for r in hosts.values()) == pytest.approx(2 * paused, abs=FRAME_S)
+    assert meas.sim.paused_s == {p: r.paused_s for p, r in hosts.items()}
+
+    leaf = {r.port: r for r in folder.agent_records("leaf0", PortPause)}
+    assert set(leaf) == {"leaf0-eth1", "leaf0-eth2"}          # toward h0, h1
+    for port, host in (("leaf0-eth1", "h0-eth0"), ("leaf0-eth2", "h1-eth0")):
+        assert leaf[port].pauses_tx == hosts[host].pauses_rx
+        assert leaf[port].resumes_tx == hosts[host].resumes_rx
+        # XOFF at X; what arrives before the PAUSE does fits the headroom, unused here
+        assert x <= leaf[port].max_ingress_bytes <= x + 4154 + params.headroom_bytes
+        assert leaf[port].drops == 0 and leaf[port].paused_s == 0.0
+    assert meas.sim.pauses == sum(r.pauses_tx for r in leaf.values())
+
+
+def test_a_buffer_small_enough_to_drop_under_drop_tail_is_lossless_under_pfc(tmp_path):
+    """The same 200 KB for the whole switch that drop-tail overflows per port: PFC holds
+    the senders back instead, and the incast takes its line-rate time."""
+    _, meas, folder = run(tmp_path, [PFC, "pfc.buffer_bytes=200000"], "small")
+    assert meas.sim.pfc_drops == meas.sim.port_drops == 0
+    end = max(r.end_s for r in folder.host_records(FlowReceived))
+    assert end == pytest.approx(2 * W * 8 / RATE, abs=FRAME_S)
+
+
+@pytest.mark.parametrize("sets", [["run.schemes=['pq']"], ["pfc.control_priority=false"]])
+def test_pq_and_acks_behind_data_are_lossless_too(tmp_path, sets):
+    """pq's two classes both in the one lossless priority; or ACKs and CNPs in it, behind
+    the data and paused with it: no drop, both messages whole."""
+    spec = load(FIG9, INCAST + [PFC] + sets)
+    scheme = spec.run.schemes[0]
+    meas = simrun.run_sim(spec, scheme, 1, str(tmp_path / "run"))
+    assert meas.sim.pfc_drops == meas.sim.port_drops == 0 and meas.sim.pauses > 0
+    recv = RunFolder(str(tmp_path / "run")).host_records(FlowReceived)
+    assert sorted(r.bytes for r in recv) == [1 << 20, 1 << 20]
