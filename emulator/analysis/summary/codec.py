@@ -134,7 +134,10 @@ def decode(tp, value, where: str):
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        for a in (a for a in args if a is not type(None)):
+        alternatives = [a for a in args if a is not type(None)]
+        if len(alternatives) == 1 and _shaped(alternatives[0], value):
+            return decode(alternatives[0], value, where)    # what is wrong inside, named
+        for a in alternatives:
             try:
                 return decode(a, value, where)
             except SummaryError:
@@ -155,6 +158,14 @@ def decode(tp, value, where: str):
     if base is dict and args:
         return {k: decode(args[1], v, f"{where}[{k!r}]") for k, v in value.items()}
     return value
+
+
+def _shaped(tp, value) -> bool:
+    """Whether ``value`` is the JSON kind of ``tp`` (an object for a part), its insides
+    not looked at."""
+    if isinstance(tp, type) and issubclass(tp, Part):
+        return isinstance(value, dict)
+    return tp is Any or _is(typing.get_origin(tp) or tp, value)
 
 
 def _is(base, value) -> bool:
