@@ -217,7 +217,8 @@ def print_drops(summary: Summary) -> None:
     paper's simulator is lossless, PFC, which this kernel's veths cannot give)."""
     if summary.backend != "emulation":
         return
-    drops = [(r.scheme, r.transport.switch_drops) for r in summary.runs]
+    drops = [(r.scheme, r.transport.switch_drops) for r in summary.runs
+             if r.transport.switch_drops is not None]
     if not drops:
         return
     hit = [(s, d) for s, d in drops if d]

@@ -67,6 +67,9 @@ class Summary(Part):
     damaged: list[Damaged]
     plots: list[str] = key(absent=())
     sequential: dict | None = key(absent=None)   # run --until-decided's (free-form)
+    # emulator.upgrade's note on a summary it converted: {"from": its format, "filled":
+    # the keys it lacked, filled with what they meant then}
+    upgraded: dict | None = key(absent=None)
 
     def write(self, out_dir: str) -> str:
         """``summary.json`` in ``out_dir``, each run's folder given relative to it (the

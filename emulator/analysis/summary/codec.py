@@ -113,6 +113,21 @@ class Part:
         return cls(**got)
 
 
+def required_keys(cls) -> list[tuple[str, Any]]:
+    """The keys a part's JSON must hold (those :func:`key` lets be absent left out), each
+    with its field's type: what ``emulator.upgrade`` fills in where an older summary
+    lacks one."""
+    hints = _hints(cls)
+    return [(_name(f), hints[f.name]) for f in dataclasses.fields(cls)
+            if _key(f).absent is _REQUIRED and not _key(f).flag]
+
+
+def keys(cls) -> dict[str, Any]:
+    """Every key a part's JSON may hold, with its field's type."""
+    hints = _hints(cls)
+    return {_name(f): hints[f.name] for f in dataclasses.fields(cls) if not _key(f).flag}
+
+
 @functools.cache
 def _hints(cls) -> dict:
     return typing.get_type_hints(cls)

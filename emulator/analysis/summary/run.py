@@ -52,7 +52,7 @@ class Transport(Part):
     timeouts: int
     naks: int
     cnps: int
-    switch_drops: int
+    switch_drops: int | None        # None: reported before they were counted (upgraded)
 
 
 @dataclass(frozen=True, kw_only=True)
