@@ -145,8 +145,8 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
     agents = [a for a in meas.agents.values() if a.dead is None and a.lost is None]
     finals = [r for sw in meas.agents for r in folder.agent_records(sw, AgentFinal)]
     during = sampler.during(meas.t_start if meas.t_start is not None else float("inf"))
-    ratios = [c["cct_ratio"] for j in res["jobs"] for c in j["collectives"]
-              if c["cct_ratio"] is not None]
+    ratios = [c.cct_ratio for j in res.jobs for c in j.collectives
+              if c.cct_ratio is not None]
 
     def kind_row(kind: str, cpu_s: float, pkts: int, nprocs: int) -> dict:
         d = during[kind]
@@ -175,7 +175,7 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
                   "kernel_share": host_process_cpu_s(finals, "sys_s")
                   / max(1e-9, host_process_cpu_s(finals))}
     # the jobs run side by side, each its collectives back to back
-    bound_s = max((sum(c["theoretical_cct_s"] for c in j["collectives"]) for j in res["jobs"]),
+    bound_s = max((sum(c.theoretical_cct_s for c in j.collectives) for j in res.jobs),
                   default=0.0)
     return {"scheme": scheme, "seed": seed, "rundir": rundir,
             "dilation": spec.scale.dilation, "routing": spec.topology.routing,
@@ -183,7 +183,7 @@ def measure(spec, scheme: str, seed: int, rundir: str) -> dict:
             "all_in": all_in(ranks_row, agents_row, rank_pkts, bound_s, len(sched.cpus())),
             "cct_ratio_median": statistics.median(ratios) if ratios else None,
             "cct_ratio_max": max(ratios) if ratios else None,
-            "faithful": res["fidelity"]["faithful"], "reasons": res["fidelity"]["reasons"],
+            "faithful": res.fidelity.faithful, "reasons": res.fidelity.reasons,
             "cpu_busy": meas.cpu_busy, "cpu_steal": meas.cpu_steal,
             "wall_s": meas.wall_s,
             "rank_cwd": cwds}

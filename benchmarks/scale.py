@@ -70,14 +70,14 @@ def measure(hosts: int, dilation: int, scheme: str, routing: str, out: str) -> d
     ranks = list(meas.rank_summaries.values())
     agents = _agent_finals(run)
     mb = 1 / 2**20
-    colls = [c for j in res["jobs"] for c in j["collectives"]]
+    colls = [c for j in res.jobs for c in j.collectives]
     oversub = max(1.0, HOSTS_PER_LEAF / spec.topology.spines)     # 1: non-blocking
     return {"hosts": hosts, "dilation": dilation, "link_mbps": 10e3 / dilation,
-            "faithful": res["fidelity"]["faithful"], "reasons": res["fidelity"]["reasons"],
-            "verified": bool(colls) and all(c["verified"] for c in colls),
+            "faithful": res.fidelity.faithful, "reasons": res.fidelity.reasons,
+            "verified": bool(colls) and all(c.verified for c in colls),
             "cpu_busy": meas.cpu_busy,
-            "cct_ratio": max((c["cct_ratio"] or 0) for c in colls) / oversub if colls else None,
-            "oversubscription": oversub, "timeouts": res["transport"]["timeouts"],
+            "cct_ratio": max((c.cct_ratio or 0) for c in colls) / oversub if colls else None,
+            "oversubscription": oversub, "timeouts": res.transport.timeouts,
             "wall_s": meas.wall_s,
             # a process serves several hosts (or switches): its memory is the process's, its
             # CPU per host an even share of the process's (hosts.group, switch_agent)

@@ -25,9 +25,11 @@ import os
 import platform
 import subprocess
 import time
+from dataclasses import dataclass
 
 from emulator.measurements import Measurements
 from emulator.plan import RunPlan
+from runtime.codec import Codec
 from runtime.records import FORMAT, FlowReceived, FlowSent
 from runtime.telemetry import read_records
 from topologies import wiring
@@ -43,6 +45,29 @@ class DamagedRun(ValueError):
 
 class OlderRun(ValueError):
     """A run folder written in an older run format: upgrade it first."""
+
+
+@dataclass(frozen=True)
+class Manifest(Codec):
+    """``manifest.json``: what ran (:meth:`RunFolder.write_manifest`); a field only some
+    runs have has a default, and its comment names them."""
+    format: int                     # runtime.records.FORMAT
+    spec_path: str | None
+    spec: dict                      # the spec as written (free-form: its TOML)
+    name: str
+    scheme: str                     # a model run's: the model's (its plan's: baseline)
+    seed: int
+    plan: dict                      # the compiled plan (RunFolder.plan reads it)
+    versions: dict                  # python, kernel, numpy... (informational)
+    git_revision: str
+    started: str
+    machine: dict                   # {cpus, node}
+    backend: str = "emulation"      # or sim, fluid (emulator.sim, emulator.launch.predict)
+    repeat: int = 1                 # emulation, sim: the how-manieth run of its seed
+    live: bool = False              # the live CLI's run
+    sim: dict | None = None         # sim: {paths_given}
+    model: dict | None = None       # fluid: {tracking}
+    upgraded: dict | None = None    # emulator.upgrade: from which format, and how
 
 
 class RunFolder:
@@ -65,6 +90,7 @@ class RunFolder:
                     "versions": _versions(), "git_revision": git_revision(),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     "machine": {"cpus": os.cpu_count(), "node": platform.node()}, **extra}
+        Manifest.from_dict(manifest)        # an extra no reader knows: refused here
         self._write(MANIFEST, manifest)
 
     def write_measurements(self, meas: Measurements) -> None:
@@ -86,19 +112,24 @@ class RunFolder:
         return os.path.exists(self.file(MEASUREMENTS))
 
     @property
-    def manifest(self) -> dict:
+    def manifest(self) -> Manifest:
         man = self._load(MANIFEST)
-        if man.get("format", 1) != FORMAT:
-            raise OlderRun(f"{self.path}: a run folder of format {man.get('format', 1)} "
+        version = man.get("format", 1)     # format 1 had none
+        if version != FORMAT:
+            raise OlderRun(f"{self.path}: a run folder of format {version} "
                            f"(this version reads {FORMAT}); upgrade it: symphony-emu upgrade "
                            f"{os.path.dirname(self.path.rstrip('/')) or '.'}")
-        return man
+        try:
+            return Manifest.from_dict(man)
+        except (ValueError, TypeError) as e:      # a key unknown, one missing
+            raise DamagedRun(f"{self.file(MANIFEST)}: not this run format's manifest ({e})"
+                             "; run it again or remove the run's folder") from None
 
     @property
     def plan(self) -> RunPlan:
         """The run plan the run ran (``emulator.plan.RunPlan``), as its manifest stores it."""
         if self._plan is None:
-            self._plan = RunPlan.from_dict(self.manifest["plan"])
+            self._plan = RunPlan.from_dict(self.manifest.plan)
         return self._plan
 
     @property

@@ -32,6 +32,16 @@ A format-1 folder takes both steps. Every record, and the measurements, are then
 back as their types; a folder with one that is not (a key no format had) is left as it
 was and named. Files are replaced whole, the manifest last, so an interrupted upgrade
 leaves the folder readable by this command again.
+
+A run set's ``summary.json`` has a format of its own (``emulator.analysis.summary``):
+format 0 (no ``"format"``) was written before it was declared, in the same shape, by a
+report that added keys as it learned to say more. Each key an older report left out is
+filled with what its absence meant to the readers of then (:data:`SUMMARY_FILLS`, else an
+optional value None, a list or map empty: not measured, nothing of it); the file is then
+read as its type and written as format 1 writes it, with ``upgraded``: from which format,
+which keys were filled. One that does not read (a key no report wrote, or one no reader
+could do without) is left as it was and named: ``symphony-emu report`` writes it anew
+from the run folders.
 """
 
 from __future__ import annotations
@@ -40,7 +50,12 @@ import json
 import os
 from dataclasses import asdict, replace
 
+import typing
+
 from emulator import plan as planning
+from emulator.analysis import summary as summaries
+from emulator.analysis.evidence import primary_metric
+from emulator.analysis.summary import codec
 from emulator.measurements import Measurements, underlay_use
 from emulator.spec import validate
 from emulator.spec.check import SpecError
@@ -62,12 +77,17 @@ def run_dirs(root: str) -> list[str]:
 def upgrade(root: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     """Bring every run folder under ``root`` to the current format: (upgraded, already
     current, [(folder, why not)])."""
+    return _each(run_dirs(root), upgrade_one)
+
+
+def _each(paths: list[str], one) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """``one`` on each of ``paths``: (those it upgraded, those current, [(path, why not)])."""
     done, current, failed = [], [], []
-    for d in run_dirs(root):
+    for path in paths:
         try:
-            (done if upgrade_one(d) else current).append(d)
+            (done if one(path) else current).append(path)
         except UpgradeError as e:
-            failed.append((d, str(e)))
+            failed.append((path, str(e)))
     return done, current, failed
 
 
@@ -102,6 +122,104 @@ def upgrade_one(rundir: str) -> bool:
            "upgraded": man.get("upgraded", {"from": version})}
     _write(os.path.join(rundir, "manifest.json"), json.dumps(new, indent=1))
     return True
+
+
+def upgrade_summaries(root: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """Bring every ``summary.json`` at or under ``root`` to the current summary format:
+    (upgraded, already current, [(file, why not)])."""
+    return _each(sorted(os.path.join(d, summaries.FILE) for d, _, files in os.walk(root)
+                        if summaries.FILE in files), upgrade_summary)
+
+
+def upgrade_summary(path: str) -> bool:
+    """One ``summary.json``; False if it was current already."""
+    data = _load(path)
+    version = data.get("format", 0)
+    if version == summaries.FORMAT:
+        return False
+    if version != 0:
+        raise UpgradeError(f"format {version!r}: not a summary format this version knows "
+                           f"(it reads {summaries.FORMAT})")
+    filled: set[str] = set()
+    data = _filled(summaries.Summary, {k: v for k, v in data.items() if k != "format"},
+                   "", filled)
+    data["upgraded"] = {"from": version, "filled": sorted(filled)}
+    try:
+        summary = summaries.Summary.from_json({"format": summaries.FORMAT, **data})
+    except codec.SummaryError as e:
+        raise UpgradeError(f"{e}; `symphony-emu report {os.path.dirname(path) or '.'}` "
+                           "writes it anew from its run folders") from None
+    _write(path, json.dumps(summary.to_json(), indent=1))
+    return True
+
+
+# A key older reports left out whose absence meant more than None or nothing: the value
+# it stands for, from the part that lacks it.
+SUMMARY_FILLS = {
+    # before the model and the simulator: every run was emulated
+    (summaries.Summary, "backend"): lambda part: "emulation",
+    (summaries.RunResult, "backend"): lambda part: "emulation",
+    # before the dependency rule was a choice: the runs ran in_order (as _plan says)
+    (summaries.Summary, "order"): lambda part: ["in_order"],
+    (summaries.RunResult, "order"): lambda part: ["in_order"],
+    # the metric the report compares on, from the spec, as report.summarize takes it
+    (summaries.Summary, "primary"): lambda part: primary_metric(part.get("spec") or {}),
+    (summaries.Summary, "seeds"): lambda part: {"schemes": {}, "paired": {}},
+    # before --repeat: each seed ran once
+    (summaries.RunResult, "repeat"): lambda part: 1,
+    (summaries.Excluded, "repeat"): lambda part: 1,
+    # a collective failed where it has no CCT (what `failed` was added to say)
+    (summaries.CollectiveResult, "failed"): lambda part: part.get("cct_s") is None,
+    (summaries.Split, "twin"): lambda part: "none: reported before runs had twins",
+}
+
+
+def _filled(cls, part, where: str, filled: set[str]):
+    """``part`` (a part of type ``cls`` as JSON) with the keys an older report left out
+    filled in, and its parts' too; each filled key added to ``filled`` as a path (a
+    list's items as ``[]``). What is not of the type is left as it is, to be named when
+    it is read."""
+    if not isinstance(part, dict):
+        return part
+    part = dict(part)
+    for name, tp in codec.required_keys(cls):
+        if name in part:
+            continue
+        fill = SUMMARY_FILLS.get((cls, name))
+        value = fill(part) if fill else _nothing(tp)
+        if value is not _NOT_FILLED:
+            part[name] = value
+            filled.add(f"{where}.{name}" if where else name)
+    hints = codec.keys(cls)
+    return {k: _filled_value(hints[k], v, f"{where}.{k}" if where else k, filled)
+            if k in hints else v for k, v in part.items()}
+
+
+def _filled_value(tp, value, where: str, filled: set[str]):
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if isinstance(tp, type) and issubclass(tp, codec.Part):
+        return _filled(tp, value, where, filled)
+    if origin is list and args and isinstance(value, list):
+        return [_filled_value(args[0], x, f"{where}[]", filled) for x in value]
+    if origin is dict and args and isinstance(value, dict):
+        return {k: _filled_value(args[1], v, f"{where}[]", filled) for k, v in value.items()}
+    inner = [a for a in args if a is not type(None)]
+    if type(None) in args and len(inner) == 1 and value is not None:
+        return _filled_value(inner[0], value, where, filled)
+    return value
+
+
+_NOT_FILLED = object()      # a key no reader could do without: left out, to be named
+
+
+def _nothing(tp):
+    """What a key of type ``tp`` held where an older report had nothing of it: None if it
+    may be None (not measured then), an empty list or map; else it cannot be filled."""
+    args = typing.get_args(tp)
+    if type(None) in args:
+        return None
+    origin = typing.get_origin(tp) or tp
+    return [] if origin is list else {} if origin is dict else _NOT_FILLED
 
 
 def _from_1(man: dict) -> dict:

@@ -21,7 +21,6 @@ sims (``emulator.analysis.stats``).
 from __future__ import annotations
 
 import csv
-import json
 import os
 import sys
 from collections import defaultdict
@@ -30,7 +29,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from emulator.analysis import summary  # noqa: E402
 from emulator.analysis.stats import paired  # noqa: E402
+from emulator.rundir import RunFolder  # noqa: E402
 
 COLUMNS = ["experiment", "scheme", "seed", "repeat", "git_revision", "faithful",
            "cct_s", "twin_cct_s", "jct_s", "twin_jct_s", "delayed_cct_s", "delayed_jct_s"]
@@ -45,14 +46,12 @@ def _delayed(folder: str | None) -> dict:
     """(scheme, seed) -> (median CCT, JCT) over the simulated draws in ``folder``."""
     if folder is None:
         return {}
-    with open(os.path.join(folder, "summary.json")) as f:
-        runs = json.load(f)["runs"]
     draws = defaultdict(list)
-    for r in runs:
-        if r["fidelity"]["faithful"]:
-            draws[(r["scheme"], r["seed"])].append(
-                (_median([c["cct_s"] for j in r["jobs"] for c in j["collectives"]]),
-                 _median([j["jct_s"] for j in r["jobs"]])))
+    for r in summary.read(folder).runs:
+        if r.fidelity.faithful:
+            draws[(r.scheme, r.seed)].append(
+                (_median([c.cct_s for j in r.jobs for c in j.collectives]),
+                 _median([j.jct_s for j in r.jobs])))
     return {k: (_median([c for c, _ in v]), _median([j for _, j in v]))
             for k, v in draws.items()}
 
@@ -60,25 +59,21 @@ def _delayed(folder: str | None) -> dict:
 def collect(experiment: str, folder: str, simset: str | None = None) -> None:
     out = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
     out.writeheader()
-    with open(os.path.join(folder, "summary.json")) as f:
-        summary = json.load(f)
     delayed = _delayed(simset)
-    for r in summary["runs"]:
-        rundir = os.path.join(folder, os.path.basename(r["rundir"]))
-        with open(os.path.join(rundir, "manifest.json")) as f:
-            rev = json.load(f).get("git_revision", "")
-        cs = [c for j in (r.get("split") or {}).get("jobs", []) for c in j["collectives"]]
-        jobs = (r.get("split") or {}).get("jobs", [])
+    for r in summary.read(folder).runs:
+        rundir = os.path.join(folder, os.path.basename(r.rundir))
+        rev = RunFolder(rundir).manifest.git_revision
+        jobs = r.split.jobs if r.split else []
+        cs = [c for j in jobs for c in j.collectives]
         out.writerow({
-            "experiment": experiment, "scheme": r["scheme"], "seed": r["seed"],
-            "repeat": r.get("repeat", 1), "git_revision": rev,
-            "faithful": r["fidelity"]["faithful"],
-            "cct_s": _median([c["cct_s"] for j in r["jobs"] for c in j["collectives"]]),
-            "twin_cct_s": _median([c.get("sim_s") for c in cs]),
-            "jct_s": _median([j["jct_s"] for j in r["jobs"]]),
-            "twin_jct_s": _median([j.get("sim_jct_s") for j in jobs]),
-            "delayed_cct_s": delayed.get((r["scheme"], r["seed"]), (None, None))[0],
-            "delayed_jct_s": delayed.get((r["scheme"], r["seed"]), (None, None))[1]})
+            "experiment": experiment, "scheme": r.scheme, "seed": r.seed,
+            "repeat": r.repeat, "git_revision": rev, "faithful": r.fidelity.faithful,
+            "cct_s": _median([c.cct_s for j in r.jobs for c in j.collectives]),
+            "twin_cct_s": _median([c.sim_s for c in cs]),
+            "jct_s": _median([j.jct_s for j in r.jobs]),
+            "twin_jct_s": _median([j.sim_jct_s for j in jobs]),
+            "delayed_cct_s": delayed.get((r.scheme, r.seed), (None, None))[0],
+            "delayed_jct_s": delayed.get((r.scheme, r.seed), (None, None))[1]})
 
 
 def _f(x):

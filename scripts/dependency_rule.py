@@ -17,7 +17,6 @@ both sides have and that are faithful.
 from __future__ import annotations
 
 import csv
-import json
 import os
 import statistics
 import sys
@@ -25,7 +24,10 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from emulator.analysis import summary  # noqa: E402
 from emulator.analysis.stats import paired  # noqa: E402
+from emulator.rundir import RunFolder  # noqa: E402
+from runtime.records import CollectiveDone  # noqa: E402
 
 COLUMNS = ["experiment", "backend", "rule", "scheme", "seed", "git_revision", "faithful",
            "cct_over_bound", "jct_s", "jct_over_bound", "max_overlap", "routing_x",
@@ -41,47 +43,42 @@ def collect(experiment: str, folders: list[str]) -> None:
     out = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
     out.writeheader()
     for folder in folders:
-        with open(os.path.join(folder, "summary.json")) as f:
-            summary = json.load(f)
-        for r in summary["runs"]:
-            rundir = os.path.join(folder, os.path.basename(r["rundir"]))
-            man_path = os.path.join(rundir, "manifest.json")
+        for r in summary.read(folder).runs:
+            rundir = os.path.join(folder, os.path.basename(r.rundir))
             twin = _twin_spans(rundir)
-            with open(man_path) as f:
-                rev = json.load(f).get("git_revision", "")
-            (order,) = r["order"]
-            for job in r["jobs"]:
-                colls = job["collectives"]
-                bound = sum(c["theoretical_cct_s"] for c in colls)
-                split = next((j for j in (r.get("split") or {}).get("jobs", [])
-                              if j["job"] == job["job"]), None)
-                sc = split["collectives"] if split else []
+            rev = RunFolder(rundir).manifest.git_revision
+            (order,) = r.order
+            for job in r.jobs:
+                colls = job.collectives
+                bound = sum(c.theoretical_cct_s for c in colls)
+                split = next((j for j in (r.split.jobs if r.split else [])
+                              if j.job == job.job), None)
+                sc = split.collectives if split else []
                 out.writerow({
-                    "experiment": experiment, "backend": r["backend"], "rule": order,
-                    "scheme": r["scheme"], "seed": r["seed"], "git_revision": rev,
-                    "faithful": r["fidelity"]["faithful"],
-                    "cct_over_bound": _fmt(_median(c["cct_ratio"] for c in colls)),
-                    "jct_s": _fmt(job["jct_s"]),
-                    "jct_over_bound": _fmt(job["jct_s"] / bound if job["jct_s"] else None),
-                    "max_overlap": job["max_step_overlap"],
-                    "routing_x": _fmt(_median(c.get("routing_x") for c in sc)),
-                    "transport_x": _fmt(_median(c.get("transport_x") for c in sc)),
-                    "twin_jct_s": _fmt(twin.get(job["job"]))})
+                    "experiment": experiment, "backend": r.backend, "rule": order,
+                    "scheme": r.scheme, "seed": r.seed, "git_revision": rev,
+                    "faithful": r.fidelity.faithful,
+                    "cct_over_bound": _fmt(_median(c.cct_ratio for c in colls)),
+                    "jct_s": _fmt(job.jct_s),
+                    "jct_over_bound": _fmt(job.jct_s / bound if job.jct_s else None),
+                    "max_overlap": job.max_step_overlap,
+                    "routing_x": _fmt(_median(c.routing_x for c in sc)),
+                    "transport_x": _fmt(_median(c.transport_x for c in sc)),
+                    "twin_jct_s": _fmt(twin.get(job.job))})
 
 
 def _twin_spans(rundir: str) -> dict:
     """Each job's span in the run's simulated twin (``<run>/twin/``, made by ``report``),
     {} when there is none."""
     from emulator.analysis import metrics
-    from emulator.rundir import RunFolder
     twin = RunFolder(os.path.join(rundir, "twin"))
     if not twin.done:
         return {}
-    colls = metrics.collective_times(twin.host_records("collective"))
+    colls = metrics.collective_times(twin.host_records(CollectiveDone))
     out = {}
     for (job, _), c in colls.items():
-        lo, hi = out.get(job, (c["start_s"], c["end_s"]))
-        out[job] = (min(lo, c["start_s"]), max(hi, c["end_s"]))
+        lo, hi = out.get(job, (c.start_s, c.end_s))
+        out[job] = (min(lo, c.start_s), max(hi, c.end_s))
     return {j: hi - lo for j, (lo, hi) in out.items()}
 
 

@@ -53,7 +53,7 @@ def test_run_on_the_model_is_the_model_s_schemes_reported_as_any_run(tmp_path, c
     model = BACKENDS["fluid"].schemes
     assert [n for n in names if "-seed" in n] == sorted(
         f"{s}-seed{n}" for s in model for n in (1, 2))
-    assert RunFolder(str(out / "baseline-seed1")).manifest["backend"] == "fluid"
+    assert RunFolder(str(out / "baseline-seed1")).manifest.backend == "fluid"
     assert "ideal-priority vs baseline, paired by seed" in capsys.readouterr().out
 
 

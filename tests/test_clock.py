@@ -45,21 +45,21 @@ def test_offsets_within_a_frame_pass_and_beyond_it_name_the_host_and_server():
     frame_s = wire_bytes(4096, 4096) * 8 / RATE_BPS
     limit = START_OFFSET_MAX_FRAMES * frame_s
     ok = fidelity(_meas({"h0": 0.0001, "h1": -0.9 * limit}), RATE_BPS, 4096, [1.2], [])
-    assert ok["faithful"], ok["reasons"]
-    assert ok["start_offset_max_s"] == pytest.approx(0.9 * limit)
+    assert ok.faithful, ok.reasons
+    assert ok.start_offset_max_s == pytest.approx(0.9 * limit)
     bad = fidelity(_meas({"h0": 0.0001, "h9": -1.5 * limit}), RATE_BPS, 4096, [1.2], [],
                    server_of={"h0": 0, "h9": 1})
-    assert not bad["faithful"]
-    (reason,) = bad["reasons"]
+    assert not bad.faithful
+    (reason,) = bad.reasons
     assert "host h9 (server 1)" in reason and f"{-1.5 * limit * 1e3:+.2f} ms" in reason
     local = fidelity(_meas({"h9": 2 * limit}), RATE_BPS, 4096, [1.2], [])
-    assert "host h9 (this machine)" in local["reasons"][0]
+    assert "host h9 (this machine)" in local.reasons[0]
 
 
 def test_a_run_from_before_the_clock_records_is_not_judged_on_them():
     meas = Measurements(rank_summaries={"h0": rank_summary("h0")})
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
-    assert f["faithful"] and f["start_offset_max_s"] is None
+    assert f.faithful and f.start_offset_max_s is None
 
 
 def test_the_verdict_knows_each_host_server_from_the_run_spec():
@@ -133,10 +133,10 @@ def test_the_verdict_judges_the_probed_bound_and_names_the_process_and_its_serve
         rank_summaries={"h4": rank_summary("h4", clock={"offset_s": 0.004, "late_s": 0.0})},
         clocks=[probe])
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
-    assert f["faithful"] and f["clock_bound_max_s"] == 0.0004
+    assert f.faithful and f.clock_bound_max_s == 0.0004
     meas = replace(meas, clocks=[replace(probe, offset_s=-0.005, bound_s=0.0053)])
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [], server_of={"h4": 1})
-    assert f["reasons"] == [
+    assert f.reasons == [
         "clocks: the process of hosts h4-h7 (server 1) runs -5.00 ms off the coordinator's "
         "clock, give or take 0.30 (half the shortest of 8 round trips): up to 5.30 ms (> 1 "
         "frame of 3.32 ms at this dilation): its records are not on the others' timeline"]

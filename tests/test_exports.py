@@ -1,13 +1,16 @@
 """nccl-tests' output and the report page from a run's summary (emulator/analysis/nccl.py, export.py,
-page.py), pure: a summary dict written here, no run. The emulation test
+page.py), pure: a summary built here (tests/summary_util.py), no run. The emulation test
 (test_exports_emulation.py) checks the same on a real run."""
 
 import os
 import re
+from dataclasses import replace
 
 import pytest
 
 from emulator.analysis import export, nccl, page
+from emulator.analysis.summary import Excluded, Scaling, SchemeMedians
+from tests import summary_util as su
 
 N = 4                                  # ranks in the ring: all-reduce bus factor 2(N-1)/N
 
@@ -19,34 +22,31 @@ def summary(algorithm="ring_allreduce", factor=2 * (N - 1) / N, faithful=(True, 
     for seed, ok in zip((1, 2), faithful):
         cct = 4.0 * seed
         alg = 1048576 * 8 / cct                                  # b/s, emulated
-        runs.append({"scheme": "baseline", "seed": seed, "rundir": f"/nowhere/s{seed}",
-                     "fidelity": {"faithful": ok, "reasons": [] if ok else ["CPU 95% busy"],
-                                  "errors": []},
-                     "jobs": [{"job": 1, "algorithm": algorithm, "ranks": N, "jct_s": cct,
-                               "max_step_overlap": 2,
-                               "collectives": [{"pass": 0, "nbytes": 1048576, "cct_s": cct,
-                                                "theoretical_cct_s": 1.0, "cct_ratio": cct,
-                                                "verified": True, "algbw_bps": alg,
-                                                "busbw_bps": alg * factor}]}]})
-    return {"name": "t", "scale": {"dilation": 1000.0}, "runs": runs,
-            "comparison": {"baseline": {"cct_s": 4.0, "jct_s": 4.0, "max_step_overlap": 2}},
-            "seeds": {}, "excluded": [{"scheme": "baseline", "seed": 2}]}
+        c = su.collective(0, 1048576, cct, theoretical_cct_s=1.0, cct_ratio=cct,
+                          algbw_bps=alg, busbw_bps=alg * factor)
+        runs.append(su.run("baseline", seed, [su.job([c], algorithm=algorithm, ranks=N,
+                                                     jct_s=cct, max_step_overlap=2)],
+                           rundir=f"/nowhere/s{seed}",
+                           fidelity=su.fidelity(ok, [] if ok else ["CPU 95% busy"])))
+    return su.summary(runs, scale=Scaling(dilation=1000.0), comparison={
+        "baseline": SchemeMedians(cct_s=4.0, jct_s=4.0, max_step_overlap=2)},
+        excluded=[Excluded(scheme="baseline", seed=2, repeat=1)])
 
 
 def test_nccl_rows_are_real_scale_and_bus_bandwidth_is_the_collectives_factor():
     rows = nccl.nccl_rows(summary())
     x = rows[0]
-    assert (x["size"], x["count"], x["type"], x["redop"], x["root"]) == (1048576, 262144,
-                                                                         "float", "sum", -1)
-    assert x["time"] == pytest.approx(4000.0)                  # 4 s / 1000, in µs
-    assert x["alg_bw"] == pytest.approx(1048576 / 4e-3 / 1e9)  # GB/s at real scale
-    assert x["bus_bw"] / x["alg_bw"] == pytest.approx(2 * (N - 1) / N)
+    assert (x.size, x.count, x.type, x.redop, x.root) == (1048576, 262144, "float", "sum",
+                                                          -1)
+    assert x.time == pytest.approx(4000.0)                  # 4 s / 1000, in µs
+    assert x.alg_bw == pytest.approx(1048576 / 4e-3 / 1e9)  # GB/s at real scale
+    assert x.bus_bw / x.alg_bw == pytest.approx(2 * (N - 1) / N)
 
 
 def test_all_gather_prints_no_reduction_as_nccl_tests_does():
     rows = nccl.nccl_rows(summary("ring_allgather", (N - 1) / N))
-    assert rows[0]["redop"] == "none"
-    assert rows[0]["bus_bw"] / rows[0]["alg_bw"] == pytest.approx((N - 1) / N)
+    assert rows[0].redop == "none"
+    assert rows[0].bus_bw / rows[0].alg_bw == pytest.approx((N - 1) / N)
 
 
 def test_the_text_has_nccl_tests_columns_and_footer_and_leaves_unfaithful_runs_out():
@@ -97,8 +97,8 @@ def test_per_iteration_data_are_each_ranks_time_and_their_maximum():
     times_us (the max over process rows, its consistency check), per_process_max_times_us
     (rows = ranks, columns = iterations = passes) and avg/min/max/p99/cv."""
     s = summary()
-    c = s["runs"][0]["jobs"][0]["collectives"]
-    c.append({**c[0], "pass": 1, "cct_s": 6.0})
+    c = s.runs[0].jobs[0].collectives
+    c.append(replace(c[0], pass_index=1, cct_s=6.0))
     ranks = {"/nowhere/s1": {(1, 0): {0: 3.0, 1: 4.0}, (1, 1): {0: 6.0, 1: 5.0}}}
     r = nccl.nccl_tests_json(s, "baseline", ranks=ranks)["results"][0]
     it = r["out_of_place_per_iter"]
@@ -111,9 +111,9 @@ def test_per_iteration_data_are_each_ranks_time_and_their_maximum():
 
 def test_the_set_page_names_every_run_with_its_verdict_and_escapes_what_it_prints(tmp_path):
     s = summary()
-    s["runs"][1]["fidelity"]["reasons"] = ["<script>alert(1)</script>"]
-    for r in s["runs"]:
-        r["rundir"] = str(tmp_path / f"baseline-seed{r['seed']}")
+    s.runs[1] = replace(s.runs[1], fidelity=replace(s.runs[1].fidelity,
+                                                    reasons=["<script>alert(1)</script>"]))
+    s.runs[:] = [replace(r, rundir=str(tmp_path / f"baseline-seed{r.seed}")) for r in s.runs]
     path = page.set_page(str(tmp_path), s)
     text = open(path).read()
     assert text.count("faithful</span>") == 2          # "faithful" and "unfaithful"
@@ -124,8 +124,8 @@ def test_the_set_page_names_every_run_with_its_verdict_and_escapes_what_it_print
 
 def test_reduce_scatter_keeps_the_sum_and_its_bus_factor():
     rows = nccl.nccl_rows(summary("ring_reducescatter", (N - 1) / N))
-    assert rows[0]["redop"] == "sum"
-    assert rows[0]["bus_bw"] / rows[0]["alg_bw"] == pytest.approx((N - 1) / N)
+    assert rows[0].redop == "sum"
+    assert rows[0].bus_bw / rows[0].alg_bw == pytest.approx((N - 1) / N)
 
 
 def test_the_sweep_page_links_every_points_page_and_shows_its_plots(tmp_path):
@@ -147,7 +147,7 @@ def test_pages_say_what_the_console_says_and_each_run_page_names_its_spec_and_co
     it; a run page links back to the set and shows its spec, code revision and start; every
     run folder has collectives.csv, its times from t = 0 as summary.json's."""
     import csv
-    import json
+    from emulator.analysis.summary import read as read_summary
     from emulator.cli import main as cli_main
     from topologies.wiring import REPO_ROOT
     rc = cli_main(["run", os.path.join(REPO_ROOT, "runs", "fig5.toml"), "--backend", "sim",
@@ -159,19 +159,18 @@ def test_pages_say_what_the_console_says_and_each_run_page_names_its_spec_and_co
     assert "The report, as the console prints it" in text
     for line in ("# dependency rule: on_arrival", "median CCT (ms)"):
         assert line in said and line in text, line
-    summary = json.load(open(tmp_path / "summary.json"))
-    for r in summary["runs"]:
-        assert r["rundir"] == f"{r['scheme']}-seed{r['seed']}"     # relative: it moves
-        d = tmp_path / r["rundir"]
+    for r in read_summary(str(tmp_path)).runs:
+        assert r.rundir == f"{r.scheme}-seed{r.seed}"     # relative: it moves
+        d = tmp_path / r.rundir
         run_page = (d / "index.html").read_text()
         assert 'href="../index.html"' in run_page and "code " in run_page
         assert "The spec it ran" in run_page and '&quot;name&quot;: &quot;fig5&quot;' in run_page
         with open(d / "collectives.csv", newline="") as f:
             rows = list(csv.DictReader(f))
         assert tuple(rows[0]) == export.COLLECTIVE_COLUMNS
-        (c,) = r["jobs"][0]["collectives"]
-        assert float(rows[0]["start_s"]) == pytest.approx(c["start_s"], abs=1e-8)
-        assert float(rows[0]["cct_s"]) == pytest.approx(c["cct_s"])
+        (c,) = r.jobs[0].collectives
+        assert float(rows[0]["start_s"]) == pytest.approx(c.start_s, abs=1e-8)
+        assert float(rows[0]["cct_s"]) == pytest.approx(c.cct_s)
         assert rows[0]["verified"] == "True"
 
 

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from emulator.analysis.summary import Transport
 from emulator.analysis.verdict import fidelity
 from emulator.measurements import AgentMeasurements, Measurements, UnderlayUse
 from switch_agent import kernel_queues as kq
@@ -97,8 +98,8 @@ def meas_with(port_fidelity: dict, name: str = "leaf0", **fields) -> Measurement
 def test_a_faithful_port_adds_no_reason():
     f = fidelity(meas_with({"leaf0-eth1": {"queue_err_mean_bytes": 2000, "busy_intervals": 10,
                                            "busy_util": 0.99}}), RATE_BPS, 4096, [1.2], [])
-    assert f["faithful"], f["reasons"]
-    assert f["queue_err_mean_bytes_max"] == 2000 and f["busy_util_min"] == 0.99
+    assert f.faithful, f.reasons
+    assert f.queue_err_mean_bytes_max == 2000 and f.busy_util_min == 0.99
 
 
 @pytest.mark.parametrize("port, words", [
@@ -109,26 +110,27 @@ def test_a_faithful_port_adds_no_reason():
 ])
 def test_an_unfaithful_port_is_named(port, words):
     f = fidelity(meas_with({"leaf0-eth1": port}), RATE_BPS, 4096, [1.2], [])
-    assert not f["faithful"]
-    text = " ".join(f["reasons"])
+    assert not f.faithful
+    text = " ".join(f.reasons)
     assert all(w in text for w in words), text
 
 
 def test_too_few_busy_intervals_are_not_judged():
     f = fidelity(meas_with({"leaf0-eth1": {"busy_intervals": 2, "busy_util": 0.5}}),
                  RATE_BPS, 4096, [1.2], [])
-    assert f["faithful"] and f["busy_util_min"] is None
+    assert f.faithful and f.busy_util_min is None
 
 
 # --- retransmission timeouts -----------------------------------------------------------
 
-TRANSPORT = {"packets": 1000, "retransmits": 40, "timeouts": 3, "naks": 0, "cnps": 10}
+TRANSPORT = Transport(packets=1000, retransmits=40, timeouts=3, naks=0, cnps=10,
+                      switch_drops=0)
 
 
 def test_a_timeout_without_any_drop_is_unfaithful():
     f = fidelity(meas_with({}), RATE_BPS, 4096, [1.2], [], TRANSPORT)
-    assert not f["faithful"]
-    assert "3 retransmission timeouts although no switch dropped a packet" in f["reasons"][0]
+    assert not f.faithful
+    assert "3 retransmission timeouts although no switch dropped a packet" in f.reasons[0]
 
 
 @pytest.mark.parametrize("counters, lossy", [
@@ -139,18 +141,18 @@ def test_a_timeout_without_any_drop_is_unfaithful():
 def test_a_timeout_is_explained_by_a_drop_or_a_lossy_run(counters, lossy):
     meas = Measurements(agents={"leaf0": AgentMeasurements(counters=counters)})
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [], TRANSPORT, lossy)
-    assert f["faithful"], f["reasons"]
+    assert f.faithful, f.reasons
 
 
 def test_no_timeouts_no_reason():
-    f = fidelity(meas_with({}), RATE_BPS, 4096, [1.2], [], {**TRANSPORT, "timeouts": 0})
-    assert f["faithful"]
+    f = fidelity(meas_with({}), RATE_BPS, 4096, [1.2], [], replace(TRANSPORT, timeouts=0))
+    assert f.faithful
 
 
 def test_a_host_socket_drop_is_named_and_explains_the_timeout(tmp_path):
     meas = meas_with({}, rank_summaries={"h1": rank_summary("h1", udp={"RcvbufErrors": 7})})
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [], TRANSPORT)
-    assert f["reasons"] == ["hosts' sockets dropped 7 packets (a rank process fell behind "
+    assert f.reasons == ["hosts' sockets dropped 7 packets (a rank process fell behind "
                             "reading them: CPU)"]
 
 
@@ -180,9 +182,9 @@ def test_a_short_step_may_beat_the_bound_by_one_burst_but_no_more():
     assert 0.70 < fastest / theo < 0.75          # 9100 B of each ~33 KB step
     meas = Measurements()
     ok = fidelity(meas, rate, 4096, [0.94], [], floors=[0.94 * theo / fastest])
-    assert ok["faithful"], ok["reasons"]
+    assert ok.faithful, ok.reasons
     broken = fidelity(meas, rate, 4096, [0.60], [], floors=[0.60 * theo / fastest])
-    assert any("faster than the link allows" in r for r in broken["reasons"])
+    assert any("faster than the link allows" in r for r in broken.reasons)
 
 
 # --- each server's own CPU (a fabric over servers reached by ssh) -------------------------
@@ -190,11 +192,11 @@ def test_a_short_step_may_beat_the_bound_by_one_burst_but_no_more():
 def test_a_server_whose_own_cpu_was_saturated_is_named_in_the_verdict():
     meas = meas_with({}, cpu_busy=0.40, cpu_busy_servers={"s0": 0.45, "s1": 0.96, "s2": None})
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
-    assert not f["faithful"]
-    assert f["reasons"] == ["server s1: CPU 96% busy (> 90%): timers and pacing slip there"]
-    assert f["cpu_busy_servers"]["s1"] == 0.96
+    assert not f.faithful
+    assert f.reasons == ["server s1: CPU 96% busy (> 90%): timers and pacing slip there"]
+    assert f.cpu_busy_servers["s1"] == 0.96
     meas = replace(meas, cpu_busy_servers={**meas.cpu_busy_servers, "s1": 0.89})
-    assert fidelity(meas, RATE_BPS, 4096, [1.2], [])["faithful"]
+    assert fidelity(meas, RATE_BPS, 4096, [1.2], []).faithful
 
 
 def test_a_cpu_meter_reads_the_busy_share_from_whichever_proc_stat_it_is_given():
@@ -231,9 +233,9 @@ def test_a_server_silent_when_its_meter_starts_is_left_unmeasured_not_a_crash():
 def test_a_saturated_cpu_says_how_much_of_it_the_hypervisor_took():
     meas = meas_with({}, cpu_busy=0.95, cpu_steal=0.21)
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
-    assert f["reasons"] == ["CPU 95% busy (> 90%; the hypervisor took 21% of the CPUs' "
+    assert f.reasons == ["CPU 95% busy (> 90%; the hypervisor took 21% of the CPUs' "
                             "time): timers and pacing slip"]
-    assert f["cpu_steal"] == 0.21
+    assert f.cpu_steal == 0.21
 
 
 def test_an_underlay_that_dropped_frames_is_named_by_server():
@@ -242,11 +244,11 @@ def test_an_underlay_that_dropped_frames_is_named_by_server():
                         rx_bps=8.0, capacity_bps=None, utilisation=None)
     meas = meas_with({}, underlay=[clean, replace(clean, server=1, rx_dropped=3)])
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [])
-    assert f["reasons"] == ["server s1: its underlay dropped or garbled 3 frames (tx dropped "
+    assert f.reasons == ["server s1: its underlay dropped or garbled 3 frames (tx dropped "
                             "0, errors 0; rx dropped 3, errors 0): a link cut between "
                             "servers lost what the spec's link would not"]
     meas = replace(meas, underlay=[clean, replace(clean, server=1)])
-    assert fidelity(meas, RATE_BPS, 4096, [1.2], [])["faithful"]
+    assert fidelity(meas, RATE_BPS, 4096, [1.2], []).faithful
 
 
 def test_an_underlay_busier_than_80_percent_of_its_capacity_is_named_by_server():
@@ -264,11 +266,11 @@ def test_an_underlay_busier_than_80_percent_of_its_capacity_is_named_by_server()
     assert use[0].utilisation == pytest.approx(8 / 9) and use[0].tx_dropped == 0
     assert use[1].utilisation is None and use[1].rx_bps == 7.2e6
     f = fidelity(meas_with({}, underlay=use), RATE_BPS, 4096, [1.2], [])
-    assert f["reasons"] == ["server s0: its underlay carried 89% of its 0.009 Gb/s on "
+    assert f.reasons == ["server s0: its underlay carried 89% of its 0.009 Gb/s on "
                             "average (> 80%): frames between servers queued outside the "
                             "emulated fabric"]
     use[0] = replace(use[0], utilisation=0.5)
-    assert fidelity(meas_with({}, underlay=use), RATE_BPS, 4096, [1.2], [])["faithful"]
+    assert fidelity(meas_with({}, underlay=use), RATE_BPS, 4096, [1.2], []).faithful
 
 
 def test_a_server_is_given_as_user_at_host_port_and_reached_as_ssh_would():
@@ -286,10 +288,10 @@ def test_a_server_is_given_as_user_at_host_port_and_reached_as_ssh_would():
 def test_a_static_job_over_its_fluid_time_is_emulation_error():
     from emulator.analysis.verdict import judge_emulation_error
     f = fidelity(meas_with({}), RATE_BPS, 4096, [1.2], [])
-    judge_emulation_error(f, 1.04)
-    assert f["faithful"] and f["emulation_error_x"] == 1.04
-    judge_emulation_error(f, 1.30)
-    assert not f["faithful"] and f["reasons"][0].startswith(
+    judged = judge_emulation_error(f, 1.04)
+    assert judged.faithful and judged.emulation_error_x == 1.04
+    judged = judge_emulation_error(f, 1.30)
+    assert not judged.faithful and judged.reasons[0].startswith(
         "static routing, no congestion in the flow-level model, yet the job took 1.30x")
 
 
@@ -297,7 +299,7 @@ def test_on_several_servers_an_agent_check_names_the_switch_server():
     meas = meas_with({"leaf2-eth5": {"queue_err_mean_bytes": 20_000, "busy_intervals": 10,
                                      "busy_util": 0.5}}, name="leaf2")
     f = fidelity(meas, RATE_BPS, 4096, [1.2], [], server_of={"leaf2": 1, "h0": 0})
-    assert f["reasons"] == [
+    assert f.reasons == [
         "leaf2:leaf2-eth5 (server 1): the queue model is 20.0 KB off the kernel's backlog "
         "on average (> 2 frames)",
         "leaf2:leaf2-eth5 (server 1): a busy port sent at 50% of its rate (Mininet-HiFi "

@@ -41,10 +41,10 @@ def test_a_draining_queue_leaves_less_behind_and_the_totals_say_so():
     #   at enqueue p = (1000 (i+1) - 5000)/10000 for i >= 5: 0.1 + 0.2 + 0.3 + 0.4 + 0.5 = 1.5
     #   at dequeue p = (1000 (9-i) - 5000)/10000 > 0 for 9 - i > 5 (i <= 3): 0.4+0.3+0.2+0.1 = 1.0
     res = mp.replay_port(record([0.0] * 10, [1000] * 10))
-    assert res["packets"] == 10
-    assert res["marks_enqueue"] == pytest.approx(1.5)
-    assert res["marks_dequeue"] == pytest.approx(1.0)
-    assert res["differ"] == 9                       # all but i = 4 (0 both ways)
+    assert res.packets == 10
+    assert res.marks_enqueue == pytest.approx(1.5)
+    assert res.marks_dequeue == pytest.approx(1.0)
+    assert res.differ == 9                       # all but i = 4 (0 both ways)
 
 
 def test_only_roce_data_counts_and_scaled_thresholds_follow_the_port_rate():
@@ -52,12 +52,12 @@ def test_only_roce_data_counts_and_scaled_thresholds_follow_the_port_rate():
     # thresholds given for 16000 b/s, the port runs at 8000: 2500..7500 B
     red = dict(RED, rate_ref_bps=16000.0)
     res = mp.replay_port(record([0.0] * 10, [1000] * 10, red=red, roce=[1, 0] * 5))
-    assert res["packets"] == 5
+    assert res.packets == 5
     # enqueue, even i: q = 1000 (i+1) -> p = (q - 2500)/5000 capped at 1: i=2: 0.1, i=4: 0.5,
     # i=6: 0.9, i=8: 1 -> 2.5
-    assert res["marks_enqueue"] == pytest.approx(2.5)
+    assert res.marks_enqueue == pytest.approx(2.5)
     # dequeue, even i: left 1000 (9 - i): i=0: 1, i=2: 0.9, i=4: 0.5, i=6: 0.1 -> 2.5
-    assert res["marks_dequeue"] == pytest.approx(2.5)
+    assert res.marks_dequeue == pytest.approx(2.5)
 
 
 def test_a_record_the_agent_model_disagrees_with_shows_the_replay_error():

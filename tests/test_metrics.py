@@ -81,12 +81,13 @@ def test_collective_times_takes_earliest_start_latest_end_and_all_verified():
                coll(2, 0, 1.0, 2.0)]
     out = metrics.collective_times(records)
     assert list(out) == [(1, 0), (1, 1), (2, 0)]
-    assert out[(1, 0)] == {"start_s": 0.1, "end_s": 3.5, "cct_s": pytest.approx(3.4),
-                           "verified": True, "ranks": 3}
-    assert out[(1, 1)] == {"start_s": 4.0, "end_s": 7.0, "cct_s": 3.0,
-                           "verified": False, "ranks": 2}
-    assert out[(2, 0)] == {"start_s": 1.0, "end_s": 2.0, "cct_s": 1.0,
-                           "verified": True, "ranks": 1}
+    assert out[(1, 0)] == metrics.CollectiveTime(start_s=0.1, end_s=3.5,
+                                                 cct_s=pytest.approx(3.4), verified=True,
+                                                 ranks=3)
+    assert out[(1, 1)] == metrics.CollectiveTime(start_s=4.0, end_s=7.0, cct_s=3.0,
+                                                 verified=False, ranks=2)
+    assert out[(2, 0)] == metrics.CollectiveTime(start_s=1.0, end_s=2.0, cct_s=1.0,
+                                                 verified=True, ranks=1)
 
 
 def test_collective_times_of_no_records_is_empty():
@@ -174,17 +175,17 @@ STEP_FLOWS = [
 
 def test_step_completion_rates_normalized_by_ideal_chunk_time():
     out = metrics.step_completion(STEP_FLOWS, job=1, rate_bps=8000.0)
-    assert out["steps"] == [0, 1, 2]
-    assert out["t_done"] == [1.0, 2.0, 4.0]
-    assert out["duration_s"] == pytest.approx([1.0, 1.0, 2.0])
-    assert out["normalized_rate"] == pytest.approx([1.0, 1.0, 0.5])
+    assert out.steps == [0, 1, 2]
+    assert out.t_done == [1.0, 2.0, 4.0]
+    assert out.duration_s == pytest.approx([1.0, 1.0, 2.0])
+    assert out.normalized_rate == pytest.approx([1.0, 1.0, 0.5])
 
 
 def test_step_completion_first_step_is_measured_from_its_earliest_start():
     flows = [flow(0, 10.0, 10.5), flow(0, 10.25, 12.0, src=1), flow(1, 12.0, 13.0)]
     out = metrics.step_completion(flows, job=1, rate_bps=8000.0)
-    assert out["duration_s"] == pytest.approx([2.0, 1.0])
-    assert out["normalized_rate"] == pytest.approx([0.5, 1.0])
+    assert out.duration_s == pytest.approx([2.0, 1.0])
+    assert out.normalized_rate == pytest.approx([0.5, 1.0])
 
 
 def test_step_completion_uses_wire_bytes_of_the_largest_flow_for_the_ideal():
@@ -192,22 +193,22 @@ def test_step_completion_uses_wire_bytes_of_the_largest_flow_for_the_ideal():
     out = metrics.step_completion(flows, job=1, rate_bps=8000.0,
                                   wire_bytes=lambda b: b + 1000)
     # ideal = (1000 + 1000) * 8 / 8000 = 2 s; took 1 s
-    assert out["normalized_rate"] == pytest.approx([2.0])
+    assert out.normalized_rate == pytest.approx([2.0])
 
 
 def test_step_completion_zero_duration_gives_nan():
     flows = [flow(0, 0.0, 1.0), flow(1, 0.5, 1.0)]
     out = metrics.step_completion(flows, job=1, rate_bps=8000.0)
-    assert out["duration_s"] == [1.0, 0.0]
-    assert out["normalized_rate"][0] == pytest.approx(1.0)
-    assert math.isnan(out["normalized_rate"][1])
+    assert out.duration_s == [1.0, 0.0]
+    assert out.normalized_rate[0] == pytest.approx(1.0)
+    assert math.isnan(out.normalized_rate[1])
 
 
 def test_step_completion_filters_by_job_and_is_empty_for_unknown_job():
     out2 = metrics.step_completion(STEP_FLOWS, job=2, rate_bps=8000.0)
-    assert out2["steps"] == [0] and out2["normalized_rate"] == pytest.approx([0.1])
+    assert out2.steps == [0] and out2.normalized_rate == pytest.approx([0.1])
     assert metrics.step_completion(STEP_FLOWS, job=5, rate_bps=8000.0) == \
-        {"steps": [], "t_done": [], "duration_s": [], "normalized_rate": []}
+        metrics.StepCompletion(steps=[], t_done=[], duration_s=[], normalized_rate=[])
 
 
 # --- last_step_span --------------------------------------------------------------------

@@ -59,8 +59,8 @@ def test_one_flow_each_way_takes_bytes_times_8_over_rate():
     assert s.wire_bytes * 8 == W and s.packets == 4 and s.rate_samples == [[0.0, R]]
     assert res.paths[(1, 0, 0, "h0", "h1")] == ("h0", "leaf0", "h1")
     cts = metrics.collective_times(res.collectives)
-    assert cts == {(1, 0): {"start_s": 0.0, "end_s": T, "cct_s": T, "verified": True,
-                            "ranks": 2}}
+    assert cts == {(1, 0): metrics.CollectiveTime(start_s=0.0, end_s=T, cct_s=T,
+                                                  verified=True, ranks=2)}
 
 
 def test_two_flows_share_a_link_and_the_survivor_takes_it_all():
@@ -102,7 +102,7 @@ def test_ring_of_four_on_a_dumbbell_runs_at_the_lockstep_bound():
                     rings=((0, 1, 2, 3),), grid=None, nbytes=4 * C, steps=6, passes=1,
                     compute_gap_s=0.0, start_s=0.0, ring_size=4)
     res = simulate(dumbbell(4, rate_bps=R), [lay], mtu_bytes=MTU)
-    cct = metrics.collective_times(res.collectives)[(1, 0)]["cct_s"]
+    cct = metrics.collective_times(res.collectives)[(1, 0)].cct_s
     assert cct == pytest.approx(theoretical_cct_s(lay, R, MTU), rel=1e-12)
     flows = metrics.join_flows(res.send_flows, res.recv_flows)
     assert len(flows) == 4 * 6 and metrics.max_overlap(flows, 1) == 1
@@ -119,7 +119,7 @@ def test_other_collectives_on_a_dumbbell_run_at_their_lockstep_bound(algorithm):
                     rings=grid or ((0, 1, 2, 3),), grid=grid, nbytes=16 * C, steps=0,
                     passes=1, compute_gap_s=0.0, start_s=0.0, ring_size=4)
     res = simulate(dumbbell(4, rate_bps=R), [lay], mtu_bytes=MTU)
-    cct = metrics.collective_times(res.collectives)[(1, 0)]["cct_s"]
+    cct = metrics.collective_times(res.collectives)[(1, 0)].cct_s
     assert cct == pytest.approx(theoretical_cct_s(lay, R, MTU), rel=1e-12)
     if grid:                                   # the column ring is channel 1
         assert {s.channel for s in res.send_flows} == {0, 1}
@@ -135,9 +135,9 @@ def test_no_step_beats_line_rate_and_no_collective_beats_the_bound():
         flows = metrics.join_flows(res.send_flows, res.recv_flows)
         assert len(flows) == 16 * 6 * 2
         sc = metrics.step_completion(flows, 1, R, lambda b: wire_bytes(b, MTU))
-        assert max(sc["normalized_rate"]) <= 1 + 1e-9
+        assert max(sc.normalized_rate) <= 1 + 1e-9
         for c in metrics.collective_times(res.collectives).values():
-            assert c["cct_s"] >= theo * (1 - 1e-9) and c["verified"] and c["ranks"] == 16
+            assert c.cct_s >= theo * (1 - 1e-9) and c.verified and c.ranks == 16
         assert metrics.max_overlap(flows, 1) >= 1
 
 
@@ -151,7 +151,7 @@ def test_static_rail_rings_on_4x4_equal_the_lockstep_bound(scheme):
     res = simulate(fab, [JobInput.from_layout(lay)], scheme=scheme, mtu_bytes=MTU)
     theo = theoretical_cct_s(lay, R, MTU)
     for p in range(2):
-        cct = metrics.collective_times(res.collectives)[(1, p)]["cct_s"]
+        cct = metrics.collective_times(res.collectives)[(1, p)].cct_s
         assert abs(cct / theo - 1) < 1e-9
     assert res.stats["max_component"] <= 16 and not res.unfinished
 
@@ -280,7 +280,7 @@ def test_a_straggler_delays_each_send_but_the_first():
     res = simulate(dumbbell(2, rate_bps=R),
                    [pair(algorithm="ring_allreduce", step_delay_s={"h0": d})], mtu_bytes=MTU)
     close(ends(res), {(0, 0): (0.0, 2 * T), (1, 0): (0.0, 2 * T + d)})
-    assert metrics.collective_times(res.collectives)[(1, 0)]["cct_s"] == pytest.approx(2 * T + d)
+    assert metrics.collective_times(res.collectives)[(1, 0)].cct_s == pytest.approx(2 * T + d)
 
 
 def test_ideal_priority_serves_the_lagging_step_first_where_pq_cannot():

@@ -8,6 +8,7 @@ import pytest
 
 from emulator import plan as planning
 from emulator.analysis import console, report, split
+from emulator.analysis.summary import Excluded
 from emulator.cli import main as cli_main
 from emulator.launch.predict import predict_one, run_predict
 from emulator.model.from_plan import model_inputs
@@ -15,6 +16,7 @@ from emulator.rundir import RunFolder
 from emulator.spec import load
 from runtime.records import FlowPorts
 from runtime.telemetry import Telemetry
+from tests import summary_util as su
 from topologies.wiring import REPO_ROOT
 
 TABLE1 = os.path.join(REPO_ROOT, "runs", "table1.toml")
@@ -26,13 +28,13 @@ def test_predict_static_routing_is_the_lockstep_bound_in_the_report(tmp_path):
     spec = load(TABLE1, AT_2000 + ["topology.routing=static", "jobs.0.passes=2"])
     run_predict(spec, str(tmp_path), ["baseline", "ideal-priority"], [1])
     summary = report.summarize(str(tmp_path), plots=False)
-    assert summary["backend"] == "fluid"
-    for r in summary["runs"]:
-        assert r["backend"] == "fluid" and r["fidelity"]["faithful"], r["fidelity"]
-        for c in r["jobs"][0]["collectives"]:
+    assert summary.backend == "fluid"
+    for r in summary.runs:
+        assert r.backend == "fluid" and r.fidelity.faithful, r.fidelity
+        for c in r.jobs[0].collectives:
             # the bound, plus each step's host processing time (0.1 us real scale,
             # emulator.model.from_plan.HOST_POST_DELAY_S): ~0.2 ms on steps of ~107 ms
-            assert c["verified"] and 1.0 < c["cct_ratio"] < 1.01
+            assert c.verified and 1.0 < c.cct_ratio < 1.01
 
 
 def test_predict_ecmp_collides_and_ideal_priority_wins_some_of_it_back(tmp_path):
@@ -40,12 +42,12 @@ def test_predict_ecmp_collides_and_ideal_priority_wins_some_of_it_back(tmp_path)
     seeds = list(range(1, 11))
     run_predict(spec, str(tmp_path), ["baseline", "ideal-priority"], seeds)
     summary = report.summarize(str(tmp_path), plots=False)
-    comp = summary["comparison"]
-    theo = summary["runs"][0]["jobs"][0]["collectives"][0]["theoretical_cct_s"]
-    assert comp["baseline"]["cct_s"] > 1.5 * theo              # ECMP collisions
-    assert comp["ideal-priority"]["cct_s"] < comp["baseline"]["cct_s"]
-    by = {(r["scheme"], r["seed"]): r["jobs"][0]["collectives"][0]["cct_s"]
-          for r in summary["runs"]}
+    comp = summary.comparison
+    theo = summary.runs[0].jobs[0].collectives[0].theoretical_cct_s
+    assert comp["baseline"].cct_s > 1.5 * theo              # ECMP collisions
+    assert comp["ideal-priority"].cct_s < comp["baseline"].cct_s
+    by = {(r.scheme, r.seed): r.jobs[0].collectives[0].cct_s
+          for r in summary.runs}
     assert all(by[("ideal-priority", s)] <= by[("baseline", s)] * (1 + 1e-9) for s in seeds)
 
 
@@ -144,19 +146,19 @@ def test_predict_runs_plain_messages_fig9(tmp_path):
     spec = load(os.path.join(REPO_ROOT, "runs", "fig9.toml"))
     run_predict(spec, str(tmp_path), ["baseline", "ideal-priority"], [1])
     summary = report.summarize(str(tmp_path), plots=False)
-    runs = {r["scheme"]: r for r in summary["runs"]}
+    runs = {r.scheme: r for r in summary.runs}
     plan = planning.compile(spec, "baseline", 1)
     from emulator.plan.layout import wire_bytes
     solo = wire_bytes(1 << 20, plan.mtu_bytes) * 8 / plan.link_rate_bps
     d = spec.messages[0].start_ms / 1e3 * spec.scale.dilation
-    a_base, b_base = runs["baseline"]["messages"]
-    a_ideal, b_ideal = runs["ideal-priority"]["messages"]
-    assert (a_base["step"], b_base["step"]) == (0, 1)
-    assert a_ideal["fct_s"] == pytest.approx(solo, rel=1e-9)
-    assert b_base["end_s"] == pytest.approx(2 * solo - d, rel=1e-9)
-    assert runs["baseline"]["overlap_s"] == pytest.approx(2 * solo - 2 * d, rel=1e-9)
-    assert runs["ideal-priority"]["overlap_s"] == pytest.approx(solo, rel=1e-9)
-    assert all(r["fidelity"]["faithful"] for r in summary["runs"])
+    a_base, b_base = runs["baseline"].messages
+    a_ideal, b_ideal = runs["ideal-priority"].messages
+    assert (a_base.step, b_base.step) == (0, 1)
+    assert a_ideal.fct_s == pytest.approx(solo, rel=1e-9)
+    assert b_base.end_s == pytest.approx(2 * solo - d, rel=1e-9)
+    assert runs["baseline"].overlap_s == pytest.approx(2 * solo - 2 * d, rel=1e-9)
+    assert runs["ideal-priority"].overlap_s == pytest.approx(solo, rel=1e-9)
+    assert all(r.fidelity.faithful for r in summary.runs)
 
 
 def test_a_collective_cut_by_a_permanent_link_failure_is_failed_not_slow(tmp_path):
@@ -167,16 +169,16 @@ def test_a_collective_cut_by_a_permanent_link_failure_is_failed_not_slow(tmp_pat
                          'at_ms=1.0}]'])
     run_predict(spec, str(tmp_path), ["baseline"], [1])
     summary = report.summarize(str(tmp_path), plots=False)
-    (run,) = summary["runs"]
-    colls = run["jobs"][0]["collectives"]
-    assert [c["failed"] for c in colls] == [True, True]
-    assert all(c["cct_s"] is None and c["cct_ratio"] is None for c in colls)
-    assert run["jobs"][0]["jct_s"] is None
-    assert any("never completed" in e for e in run["fidelity"]["errors"])
-    assert not run["fidelity"]["faithful"]
-    assert summary["excluded"] == [{"scheme": "baseline", "seed": 1, "repeat": 1}]
-    assert "baseline" not in summary["comparison"] or \
-        summary["comparison"]["baseline"]["cct_s"] is None
+    (run,) = summary.runs
+    colls = run.jobs[0].collectives
+    assert [c.failed for c in colls] == [True, True]
+    assert all(c.cct_s is None and c.cct_ratio is None for c in colls)
+    assert run.jobs[0].jct_s is None
+    assert any("never completed" in e for e in run.fidelity.errors)
+    assert not run.fidelity.faithful
+    assert summary.excluded == [Excluded(scheme="baseline", seed=1, repeat=1)]
+    assert "baseline" not in summary.comparison or \
+        summary.comparison["baseline"].cct_s is None
 
 
 def test_the_split_gives_the_model_job_time_under_other_timing_draws(tmp_path):
@@ -200,25 +202,25 @@ def test_the_split_gives_the_model_job_time_under_other_timing_draws(tmp_path):
                        mtu_bytes=inp.mtu_bytes, paths=paths, per_step_sport=inp.per_step_sport,
                        post_delay_s=inp.post_delay_s) for k in range(split.TIMING_REPLICAS)]
     (job,) = split._job_splits(RunFolder(str(tmp_path)), plan, fluid, timing)
-    lo, hi = job["fluid_jct_range_s"]
-    assert lo <= job["fluid_jct_s"] <= hi
+    lo, hi = job.fluid_jct_range_s
+    assert lo <= job.fluid_jct_s <= hi
     assert hi > 1.01 * lo, (lo, hi)        # the timing draws alone move it
     (none,) = split._job_splits(RunFolder(str(tmp_path)), plan, fluid)
-    assert none["fluid_jct_range_s"] is None
+    assert none.fluid_jct_range_s is None
 
 
 def test_static_emulation_error_is_judged_where_the_model_sees_only_host_delays():
     # what the replay of a 4-pass static run on this machine gave (2026-12-02): the model
     # 1.002-1.008x the bound per pass (the hosts' processing delays), the emulation slow
     def job(routing, emulated):
-        return {"emulated_jct_s": emulated, "fluid_jct_s": 2.0,
-                "collectives": [{"routing_x": r} for r in routing]}
+        colls = [su.collective_split(p, routing_x=r) for p, r in enumerate(routing)]
+        return su.split_job(colls, emulated_jct_s=emulated, fluid_jct_s=2.0)
     clean = [1.0024, 1.0044, 1.0059, 1.0079]
     assert split.static_error_x([job(clean, 2.6)]) == pytest.approx(1.3)
     assert split.static_error_x([job(clean, 2.02)]) == pytest.approx(1.01)
     # a collision in the model: it is no reference for what the emulation added
     assert split.static_error_x([job([1.0024, 1.31, 1.0, 1.0], 2.6)]) is None
-    assert split.static_error_x([], [{"routing_x": 1.0, "transport_x": 1.07}]) == 1.07
+    assert split.static_error_x([], [su.message_split(routing_x=1.0, transport_x=1.07)]) == 1.07
 
 
 def test_a_run_set_says_which_dependency_rule_it_ran_and_an_old_one_reads_as_in_order(
@@ -230,7 +232,7 @@ def test_a_run_set_says_which_dependency_rule_it_ran_and_an_old_one_reads_as_in_
         spec = load(FIG5, [f"collective.order={rule}"])
         run_predict(spec, str(tmp_path / rule), ["baseline"], [1])
         summary = report.summarize(str(tmp_path / rule), plots=False)
-        assert summary["order"] == [rule] and summary["runs"][0]["order"] == [rule]
+        assert summary.order == [rule] and summary.runs[0].order == [rule]
         console.print_tables(summary, spec.scale.dilation)
         assert f"# dependency rule: {rule}" in capsys.readouterr().out
     from emulator.upgrade import upgrade
@@ -238,7 +240,7 @@ def test_a_run_set_says_which_dependency_rule_it_ran_and_an_old_one_reads_as_in_
     folder = RunFolder(str(tmp_path / "on_arrival" / "baseline-seed1"))
     as_format_1(folder.path, keep_order=False)
     assert upgrade(folder.path) == ([folder.path], [], [])
-    assert report.analyze_run(folder.path)["order"] == ["in_order"]
+    assert report.analyze_run(folder.path).order == ["in_order"]
 
 
 def test_report_names_a_damaged_file_and_a_single_run_folder(tmp_path, capsys):

@@ -7,11 +7,12 @@ import pytest
 
 from emulator.analysis import console, report
 from emulator.analysis.evidence import evidence, primary_metric
+from tests import summary_util as su
 
 
-def _run(scheme, seed, ccts, jct=None):
-    return {"scheme": scheme, "seed": seed,
-            "jobs": [{"jct_s": jct, "collectives": [{"cct_s": c} for c in ccts]}]}
+def _run(scheme, seed, ccts, jct=None, overlap=1):
+    return su.run(scheme, seed, [su.job([su.collective(p, cct_s=c) for p, c in enumerate(ccts)],
+                                        jct_s=jct, max_step_overlap=overlap)])
 
 
 def test_paired_difference_is_per_seed_and_its_quartiles_are_over_seeds():
@@ -20,35 +21,31 @@ def test_paired_difference_is_per_seed_and_its_quartiles_are_over_seeds():
             _run("baseline", 3, [1.0], 4.0), _run("symphony", 3, [0.8], 3.0),
             _run("symphony", 4, [0.1])]                   # no baseline of seed 4: not paired
     out = report.compare_seeds(runs)
-    base = out["schemes"]["baseline"]["cct_s"]
-    assert (base["median"], base["n"]) == (pytest.approx(1.1), 3)
-    assert out["schemes"]["symphony"]["cct_s"]["n"] == 4
-    p = out["paired"]["symphony"]
+    base = out.schemes["baseline"].cct_s
+    assert (base.median, base.n) == (pytest.approx(1.1), 3)
+    assert out.schemes["symphony"].cct_s.n == 4
+    p = out.paired["symphony"]
     # per seed: 0.95/1.1 - 1 = -13.6 %, 2.2/2.0 - 1 = +10 %, 0.8/1.0 - 1 = -20 %
-    assert p["seeds"] == [1, 2, 3] and p["faster"] == 2 and p["n"] == 3
-    assert p["median"] == pytest.approx(0.95 / 1.1 - 1)
-    assert p["p25"] == pytest.approx(((0.95 / 1.1 - 1) + (-0.2)) / 2)
-    assert p["p75"] == pytest.approx(((0.95 / 1.1 - 1) + 0.1) / 2)
-    assert out["schemes"]["symphony"]["jct_s"]["median"] == pytest.approx(3.6)
+    assert p.seeds == [1, 2, 3] and p.faster == 2 and p.n == 3
+    assert p.median == pytest.approx(0.95 / 1.1 - 1)
+    assert p.p25 == pytest.approx(((0.95 / 1.1 - 1) + (-0.2)) / 2)
+    assert p.p75 == pytest.approx(((0.95 / 1.1 - 1) + 0.1) / 2)
+    assert out.schemes["symphony"].jct_s.median == pytest.approx(3.6)
 
 
 def test_a_run_without_any_completed_collective_is_not_a_seed(capsys):
     runs = [_run("baseline", 1, [None]), _run("baseline", 2, [1.0]), _run("symphony", 2, [0.5])]
     out = report.compare_seeds(runs)
-    assert out["schemes"]["baseline"]["cct_s"]["n"] == 1
-    console.print_seeds({"seeds": out})
+    assert out.schemes["baseline"].cct_s.n == 1
+    console.print_seeds(su.summary(runs, seeds=out))
     assert capsys.readouterr().out == ""                    # one seed each: nothing to say
 
 
 def _runs(n, base_cct, sym_cct, base_jct, sym_jct):
     out = []
     for k in range(n):
-        out.append({**_run("baseline", k + 1, [base_cct[k]], base_jct[k]),
-                    "jobs": [{"jct_s": base_jct[k], "max_step_overlap": 8,
-                              "collectives": [{"cct_s": base_cct[k]}]}]})
-        out.append({**_run("symphony", k + 1, [sym_cct[k]], sym_jct[k]),
-                    "jobs": [{"jct_s": sym_jct[k], "max_step_overlap": 4,
-                              "collectives": [{"cct_s": sym_cct[k]}]}]})
+        out.append(_run("baseline", k + 1, [base_cct[k]], base_jct[k], overlap=8))
+        out.append(_run("symphony", k + 1, [sym_cct[k]], sym_jct[k], overlap=4))
     return out
 
 
@@ -61,11 +58,11 @@ def test_the_evidence_pairs_every_metric_with_its_interval_primary_first(capsys)
     runs = _runs(10, base, sym, [10.0] * 10, [12.0] * 10)
     ev = evidence(runs, primary="jct")["symphony"]
     assert list(ev) == ["jct", "cct", "max_overlap"]
-    assert ev["jct"]["verdict"] == "higher" and ev["jct"]["median"] == pytest.approx(0.2)
-    assert ev["cct"]["verdict"] == "lower" and ev["cct"]["lower"] == 9
-    assert ev["cct"]["median_ci"] == pytest.approx([-0.1, -0.1])
-    assert ev["max_overlap"]["median"] == pytest.approx(-0.5)
-    summary = {"seeds": report.compare_seeds(runs), "evidence": {"symphony": ev}}
+    assert ev["jct"].verdict == "higher" and ev["jct"].median == pytest.approx(0.2)
+    assert ev["cct"].verdict == "lower" and ev["cct"].lower == 9
+    assert ev["cct"].median_ci == pytest.approx([-0.1, -0.1])
+    assert ev["max_overlap"].median == pytest.approx(-0.5)
+    summary = su.summary(runs, seeds=report.compare_seeds(runs), evidence={"symphony": ev})
     console.print_seeds(summary)
     out = capsys.readouterr().out
     lines = [ln.strip() for ln in out.splitlines()]
@@ -79,7 +76,7 @@ def test_the_evidence_pairs_every_metric_with_its_interval_primary_first(capsys)
 def test_three_seeds_are_never_called_a_result():
     runs = _runs(3, [1.0] * 3, [0.8] * 3, [4.0] * 3, [3.0] * 3)
     ev = evidence(runs)["symphony"]["cct"]
-    assert ev["median_ci"] is None and ev["verdict"] == "undecided" and ev["lower"] == 3
+    assert ev.median_ci is None and ev.verdict == "undecided" and ev.lower == 3
 
 
 @pytest.mark.parametrize("spec,want", [

@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from emulator.analysis import figures
+from emulator.analysis.figure_rows import FigureRow
 from emulator.launch import reproduce as rp
 from topologies.wiring import REPO_ROOT
 
@@ -66,7 +67,7 @@ def test_the_same_data_draw_the_same_plot(tmp_path):
     text = a.read_text()
     assert "<dc:date>" not in text            # nothing of the day it was drawn
     # no pair at all (the baseline alone): nothing drawn, nothing written
-    only = [r for r in rows if r["scheme"] == "baseline"]
+    only = [r for r in rows if r.scheme == "baseline"]
     assert not figures.plot("fig5", only, spec.paper, "cct", str(tmp_path / "c.svg"))
     assert not (tmp_path / "c.svg").exists()
 
@@ -76,35 +77,39 @@ def test_a_twin_is_analysed_as_its_run_is(tmp_path):
     span of its collectives does not; the twin's row must mean what the run's does."""
     from emulator.analysis import report
     from emulator.launch.sweep import _twin
+    from emulator.analysis.summary import SIMULATED
     from emulator.sim.run import run_sim
     from emulator.spec import load
+    from tests import summary_util as su
     spec = load(os.path.join(rp.RUNS, "fig6.toml"), ["jobs.0.iterations=1"])
     run_sim(spec, "baseline", 1, str(tmp_path / "twin"), host_delay_s=0.0)
-    job = report.analyze_run(str(tmp_path / "twin"), twin=False)["jobs"][0]
-    got = _twin({"rundir": str(tmp_path), "split": {"twin": "simulated"}})
-    ccts = sorted(c["cct_s"] for c in job["collectives"])
+    job = report.analyze_run(str(tmp_path / "twin"), twin=False).jobs[0]
+    got = _twin(su.run(rundir=str(tmp_path), split_jobs=[], twin=SIMULATED))
+    ccts = sorted(c.cct_s for c in job.collectives)
     assert got == {"twin_median_cct_s": pytest.approx(ccts[len(ccts) // 2]) if len(ccts) % 2
                    else pytest.approx((ccts[len(ccts) // 2 - 1] + ccts[len(ccts) // 2]) / 2),
-                   "twin_jct_s": job["jct_s"]}
-    first = min(c["start_s"] for c in job["collectives"])
+                   "twin_jct_s": job.jct_s}
+    first = min(c.start_s for c in job.collectives)
     assert first > 0.1 * got["twin_jct_s"]           # the compute before it is in the JCT
-    assert _twin({"split": {"twin": "not run"}}) == {} and _twin({}) == {}
+    assert _twin(su.run(split_jobs=[], twin="not run")) == {} and _twin(su.run()) == {}
 
 
 def test_an_emulated_run_stands_beside_its_twin():
-    row = {"backend": "emulation", "faithful": "True", "scheme": "baseline",
+    row = {"figure": "fig5", "variant": "", "backend": "emulation", "scheme": "baseline",
+           "seed": "1", "git_revision": "abc", "faithful": "True", "wall_s": "",
            "median_cct_s": "3.3", "twin_median_cct_s": "3.0", "jct_s": "9.0",
-           "twin_jct_s": "10.0"}
+           "twin_jct_s": "10.0"}                    # as csv.DictReader reads a row
     flagged = dict(row, faithful="False", median_cct_s="30")      # never in the ratio
-    table = "\n".join(figures._twin_table([row, flagged, dict(row, backend="sim")]))
+    rows = [FigureRow.parse(r) for r in (row, flagged, dict(row, backend="sim"))]
+    table = "\n".join(figures._twin_table(rows))
     assert "| baseline | 1.100 (1.100-1.100), 1 | 0.900 (0.900-0.900), 1 |" in table
-    assert figures._twin_table([dict(row, backend="sim")]) == []
+    assert figures._twin_table(rows[2:]) == []
 
 
 def test_a_figure_lists_its_schemes_in_one_order_whatever_order_its_rows_come_in():
     rows = figures.read(os.path.join(rp.DATA, "fig7ab.csv"))
     orders = set()
-    for rows_in in (rows, rows[::-1], sorted(rows, key=lambda r: r["backend"])):
+    for rows_in in (rows, rows[::-1], sorted(rows, key=lambda r: r.backend)):
         text = "\n".join(figures._metric_tables("fig7ab", "", rows_in, (), "jct"))
         orders.add(tuple(re.findall(r"^\| (baseline|symphony|ideal-priority|pq) \|", text,
                                     re.M)))

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from emulator.analysis import report
+from emulator.analysis import report, summary
 from emulator.cli import main as cli_main
 from emulator.home import root as project_root
 from emulator.rundir import RunFolder
@@ -30,10 +30,10 @@ def test_static_routing_without_congestion_runs_at_the_lockstep_bound(tmp_path):
     a frame's time under the bound, 0.07 % here). Zhu's transport (an ACK per 8 packets)."""
     spec = load(TABLE1, ["profile=zhu", "topology.routing=static", "jobs.0.passes=2"])
     run_sim(spec, "baseline", 1, str(tmp_path / "baseline-seed1"))
-    (r,) = summarize(tmp_path)["runs"]
-    assert r["backend"] == "sim" and r["fidelity"]["faithful"], r["fidelity"]
-    for c in r["jobs"][0]["collectives"]:
-        assert c["verified"] and abs(c["cct_ratio"] - 1) < 0.005, c
+    (r,) = summarize(tmp_path).runs
+    assert r.backend == "sim" and r.fidelity.faithful, r.fidelity
+    for c in r.jobs[0].collectives:
+        assert c.verified and abs(c.cct_ratio - 1) < 0.005, c
 
 
 def test_an_ack_per_packet_costs_its_share_of_the_link(tmp_path):
@@ -44,10 +44,10 @@ def test_an_ack_per_packet_costs_its_share_of_the_link(tmp_path):
     spec = load(TABLE1, ["topology.routing=static", "jobs.0.passes=2"])
     assert spec.transport.ack_every == 1
     run_sim(spec, "baseline", 1, str(tmp_path / "baseline-seed1"))
-    (r,) = summarize(tmp_path)["runs"]
+    (r,) = summarize(tmp_path).runs
     share = 62 / 4154
-    for c in r["jobs"][0]["collectives"]:
-        assert c["verified"] and 0.005 < c["cct_ratio"] - 1 < share + 0.002, c
+    for c in r.jobs[0].collectives:
+        assert c.verified and 0.005 < c.cct_ratio - 1 < share + 0.002, c
 
 
 def test_every_buffer_is_verified_and_symphony_marks_under_ecmp(tmp_path):
@@ -55,9 +55,9 @@ def test_every_buffer_is_verified_and_symphony_marks_under_ecmp(tmp_path):
     for scheme in ("baseline", "symphony"):
         run_sim(spec, scheme, 3, str(tmp_path / f"{scheme}-seed3"))
     s = summarize(tmp_path)
-    for r in s["runs"]:
-        assert all(c["verified"] for c in r["jobs"][0]["collectives"]), r["scheme"]
-        assert r["fidelity"]["faithful"], r["fidelity"]
+    for r in s.runs:
+        assert all(c.verified for c in r.jobs[0].collectives), r.scheme
+        assert r.fidelity.faithful, r.fidelity
     meas = RunFolder(str(tmp_path / "symphony-seed3")).measurements
     marks = sum(a.counters["marks_symphony"] + a.counters["marks_both"]
                 for a in meas.agents.values())
@@ -70,8 +70,8 @@ def test_the_same_seed_twice_gives_the_same_run(tmp_path):
     out = []
     for k in range(2):
         run_sim(spec, "symphony", 5, str(tmp_path / f"k{k}" / "symphony-seed5"))
-        r = summarize(tmp_path / f"k{k}")["runs"][0]
-        out.append([(c["cct_s"], c["start_s"]) for c in r["jobs"][0]["collectives"]])
+        r = summarize(tmp_path / f"k{k}").runs[0]
+        out.append([(c.cct_s, c.start_s) for c in r.jobs[0].collectives])
     assert out[0] == out[1]
 
 
@@ -80,9 +80,9 @@ def test_a_lossy_switch_costs_retransmissions_but_every_byte_arrives(tmp_path):
                                  'perturbations=[{kind="loss", switch="spine0", '
                                  'fraction=0.02}]'])
     run_sim(spec, "baseline", 1, str(tmp_path / "baseline-seed1"))
-    (r,) = summarize(tmp_path)["runs"]
-    assert all(c["verified"] for c in r["jobs"][0]["collectives"])
-    assert r["transport"]["retransmits"] > 0 and r["transport"]["switch_drops"] > 0
+    (r,) = summarize(tmp_path).runs
+    assert all(c.verified for c in r.jobs[0].collectives)
+    assert r.transport.retransmits > 0 and r.transport.switch_drops > 0
 
 
 def test_what_the_sim_cannot_do_is_refused_naming_it(tmp_path, capsys):
@@ -103,9 +103,9 @@ def test_a_link_flap_reroutes_what_leaves_and_recovers_what_was_black_holed(tmp_
     spec = load(FIG5, SMALL + ['perturbations=[{kind="link_down", switch="leaf0", '
                                'toward="spine0", at_ms=0.0, up_ms=150.0}]'])
     meas = run_sim(spec, "baseline", 2, str(tmp_path / "baseline-seed2"))
-    (r,) = summarize(tmp_path)["runs"]
-    assert all(c["verified"] for c in r["jobs"][0]["collectives"])
-    assert meas.sim.no_route_drops > 0 and r["transport"]["timeouts"] > 0
+    (r,) = summarize(tmp_path).runs
+    assert all(c.verified for c in r.jobs[0].collectives)
+    assert meas.sim.no_route_drops > 0 and r.transport.timeouts > 0
     from topologies import wiring
     assert wiring.port_toward("leaf0", "spine0", 4) not in meas.sim.drops_by_port
 
@@ -117,7 +117,7 @@ def test_background_traffic_shares_a_host_link_and_is_dropped_by_its_host(tmp_pa
                                'rate_gbps=5.0, start_ms=0.0, duration_ms=1000000.0}]'])
     run_sim(spec, "baseline", 1, str(tmp_path / "a" / "baseline-seed1"))
     meas = run_sim(slow, "baseline", 1, str(tmp_path / "b" / "baseline-seed1"))
-    cct = [summarize(tmp_path / k)["runs"][0]["jobs"][0]["collectives"][0]["cct_s"]
+    cct = [summarize(tmp_path / k).runs[0].jobs[0].collectives[0].cct_s
            for k in ("a", "b")]
     assert cct[1] > 1.3 * cct[0]                  # h0's ring shares its uplink with it
     assert meas.sim.background_rx > 0
@@ -128,8 +128,8 @@ def test_plain_messages_run_as_the_emulator_runs_them(tmp_path):
     spec = load(os.path.join(project_root(), "runs", "fig9.toml"))
     meas = run_sim(spec, "baseline", 1, str(tmp_path / "baseline-seed1"))
     assert all(s.ok for s in meas.rank_summaries.values())
-    (r,) = summarize(tmp_path)["runs"]
-    assert len(r["messages"]) == 2 and all(m["fct_s"] > 0 for m in r["messages"])
+    (r,) = summarize(tmp_path).runs
+    assert len(r.messages) == 2 and all(m.fct_s > 0 for m in r.messages)
 
 
 def test_run_backend_sim_prints_the_comparison_without_root(tmp_path, capsys):
@@ -156,7 +156,7 @@ def test_a_twin_follows_the_paths_its_emulated_run_recorded(tmp_path, capsys):
                        "--set", "run.seeds=[4]", "--out", str(tmp_path / name), *extra]
                       + [f"--set={s}" for s in SMALL])
         assert rc == 0
-        ends[name] = summarize(tmp_path / name)["runs"][0]["jobs"][0]["jct_s"]
+        ends[name] = summarize(tmp_path / name).runs[0].jobs[0].jct_s
     def ports(folder):
         from emulator.rundir import RunFolder
         from runtime.records import FlowPorts
@@ -165,7 +165,7 @@ def test_a_twin_follows_the_paths_its_emulated_run_recorded(tmp_path, capsys):
                                               "spine1", "spine2", "spine3")
                 for r in run.agent_records(sw, FlowPorts) for f in r.flows}
     assert ports(tmp_path / "twin") == ports(src) != ports(tmp_path / "own")
-    static = summarize(src)["runs"][0]["jobs"][0]["jct_s"]
+    static = summarize(src).runs[0].jobs[0].jct_s
     assert ends["twin"] == pytest.approx(static, rel=0.05)
     rc = cli_main(["run", FIG5, "--backend", "sim", "--seeds", "2", "--paths", str(src),
                    "--out", str(tmp_path / "bad")])
@@ -228,7 +228,7 @@ def test_the_hosts_delay_is_drawn_per_datagram_and_seeded(tmp_path):
         meas = run_sim(spec, "baseline", 1, str(tmp_path / name / "baseline-seed1"),
                        host_delay_s=delay)
         assert meas.host_delay_s == delay
-        ccts[name] = summarize(tmp_path / name)["runs"][0]["jobs"][0]["collectives"][0]["cct_s"]
+        ccts[name] = summarize(tmp_path / name).runs[0].jobs[0].collectives[0].cct_s
     assert ccts["a"] == ccts["b"]
     assert ccts["none"] + 6 * 0.5e-3 < ccts["a"] < ccts["none"] + 6 * 30e-3
 
@@ -249,7 +249,7 @@ def test_run_until_decided_adds_seeds_in_looks_and_says_its_rule(tmp_path, capsy
     assert "until decided: CCT of symphony against the baseline" in out
     assert "looks at 12, 18 pairs, each at 97.50%" in out
     assert "until decided: decided after 12 seeds (cct: symphony higher" in out
-    s = json.load(open(tmp_path / "u" / "summary.json"))["sequential"]
+    s = summary.read(str(tmp_path / "u")).sequential
     assert s["primary"] == "cct" and s["looks"] == [12, 18]
     assert s["decided"] and s["record"][-1]["verdicts"]["symphony"] in ("lower", "higher")
 
@@ -263,15 +263,15 @@ def test_repeat_measures_the_noise_floor_and_compares_first_runs_only(tmp_path, 
                    "--set", "sim.host_delay_ms=1.0", "--set",
                    'run.schemes=["baseline","symphony"]'])
     assert rc == 0
-    s = json.load(open(tmp_path / "summary.json"))
-    assert len(s["runs"]) == 18 and sorted({r["repeat"] for r in s["runs"]}) == [1, 2, 3]
-    n = s["noise"]["baseline"]["cct"]
-    assert (n["seeds"], n["repeats"]) == (3, 3)
-    assert 0 < n["within_seed_spread"] <= n["within_seed_spread_max"]
-    assert s["evidence"]["symphony"]["cct"]["n"] == 3              # first runs only
+    s = summary.read(str(tmp_path))
+    assert len(s.runs) == 18 and sorted({r.repeat for r in s.runs}) == [1, 2, 3]
+    n = s.noise["baseline"]["cct"]
+    assert (n.seeds, n.repeats) == (3, 3)
+    assert 0 < n.within_seed_spread <= n.within_seed_spread_max
+    assert s.evidence["symphony"]["cct"].n == 3              # first runs only
     said = capsys.readouterr().out
     assert "the same seed again (--repeat)" in said
-    assert s["excluded"] == [] and "left out" not in said     # repeats are not failures
+    assert s.excluded == [] and "left out" not in said     # repeats are not failures
     assert "12 runs are a seed's repeats (--repeat)" in said
 
 
@@ -281,9 +281,9 @@ def test_no_packet_is_resent_where_none_was_lost(tmp_path):
     rewind its go-back-N, and this very run resent 16 packets nothing had dropped."""
     spec = load(TABLE1, ["profile=zhu", "jobs.0.passes=2"])   # a seed with no drop under it
     meas = run_sim(spec, "baseline", 1, str(tmp_path / "baseline-seed1"), host_delay_s=0.0)
-    (r,) = summarize(tmp_path)["runs"]
-    drops = meas.sim.port_drops + r["transport"]["switch_drops"]
-    assert drops == 0 and r["transport"]["retransmits"] == 0
+    (r,) = summarize(tmp_path).runs
+    drops = meas.sim.port_drops + r.transport.switch_drops
+    assert drops == 0 and r.transport.retransmits == 0
 
 
 def test_the_trace_draws_overlapping_flows_as_async_slices_perfetto_reads(tmp_path):

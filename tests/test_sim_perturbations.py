@@ -22,9 +22,9 @@ STATIC = ["profile=zhu", "topology.routing=static", "jobs.0.chunk_bytes=65536",
 
 def _ratios(path, overrides):
     run_sim(load(TABLE1, overrides), "baseline", 1, str(path / "baseline-seed1"))
-    (r,) = report.summarize(str(path), plots=False, exports=False)["runs"]
-    assert r["fidelity"]["faithful"], r["fidelity"]
-    return r["jobs"][0]["collectives"], r
+    (r,) = report.summarize(str(path), plots=False, exports=False).runs
+    assert r.fidelity.faithful, r.fidelity
+    return r.jobs[0].collectives, r
 
 
 SWITCHES = ("leaf0", "leaf1", "leaf2", "leaf3", "spine0", "spine1", "spine2", "spine3")
@@ -40,8 +40,8 @@ def test_a_slower_port_slows_the_collective_to_its_rate(tmp_path, spine):
     (c,), _ = _ratios(tmp_path, STATIC + [
         f"perturbations=[{{kind='imbalance', switch='leaf0', toward='spine{spine}', "
         "ratio=1.5}]"])
-    assert c["verified"]
-    assert c["cct_ratio"] == pytest.approx(1.5 * (1 - 1 / 96), rel=0.005), c
+    assert c.verified
+    assert c.cct_ratio == pytest.approx(1.5 * (1 - 1 / 96), rel=0.005), c
 
 
 def test_a_straggler_delays_its_ring_by_twice_its_delay_per_collective(tmp_path):
@@ -55,9 +55,9 @@ def test_a_straggler_delays_its_ring_by_twice_its_delay_per_collective(tmp_path)
     for us in (40, 200):
         (slow,), _ = _ratios(tmp_path / f"straggler{us}", STATIC + [
             f"perturbations=[{{kind='straggler', host='h0', delay_us={us}.0}}]"])
-        assert slow["verified"]
-        extra[us] = slow["cct_s"] - base["cct_s"]
-    step_s = base["theoretical_cct_s"] / 6
+        assert slow.verified
+        extra[us] = slow.cct_s - base.cct_s
+    step_s = base.theoretical_cct_s / 6
     delay_s = 200e-6 * 1000                            # dilated (D = 1000)
     assert 2 * delay_s - step_s < extra[200] <= 2 * delay_s, (extra, step_s)
     assert 0 < extra[40] < extra[200] and extra[40] <= 2 * 40e-3, extra

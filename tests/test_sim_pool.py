@@ -22,8 +22,8 @@ SMALL = ["jobs.0.chunk_bytes=65536", "jobs.0.passes=1"]
 
 def _ccts(out) -> dict:
     s = report.summarize(str(out), plots=False, exports=False)
-    return {(r["scheme"], r["seed"]): [c["cct_s"] for c in r["jobs"][0]["collectives"]]
-            for r in s["runs"]}
+    return {(r.scheme, r.seed): [c.cct_s for c in r.jobs[0].collectives]
+            for r in s.runs}
 
 
 def test_a_two_worker_dask_cluster_makes_the_runs_this_process_would(tmp_path, capsys):

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from emulator.analysis import report
+from emulator.analysis import report, summary
+from emulator.analysis.summary import Excluded
 from emulator.cli import main as cli_main
 from emulator.home import root as project_root
 from emulator.rundir import DamagedRun, RunFolder
@@ -54,9 +55,9 @@ def test_a_host_file_cut_short_is_named_and_its_run_left_out(two_seeds, tmp_path
     assert err.startswith(f"symphony-emu report: {host}: damaged, ") and err.count("\n") == 1
     assert f"of the {wrote} records its host wrote" in err
     assert ("the last one cut" in err) == (cut != "a whole line")
-    s = json.load(open(out / "summary.json"))
-    assert [(r["scheme"], r["seed"]) for r in s["runs"]] == [("baseline", 1)]
-    assert s["damaged"][0]["rundir"] == "baseline-seed2"
+    s = summary.read(str(out))
+    assert [(r.scheme, r.seed) for r in s.runs] == [("baseline", 1)]
+    assert s.damaged[0].rundir == "baseline-seed2"
     with pytest.raises(DamagedRun):
         report.analyze_run(str(out / "baseline-seed2"))
 
@@ -81,8 +82,8 @@ def test_run_runs_every_scheme_named_by_a_repeated_scheme_option(tmp_path, capsy
     assert "2 scheme(s) x 1 seed(s)" in out
     assert sorted(p.name for p in tmp_path.iterdir() if (p / "manifest.json").exists()) == \
         ["baseline-seed1", "symphony-seed1"]
-    s = json.load(open(tmp_path / "summary.json"))
-    assert sorted(s["comparison"]) == ["baseline", "symphony"]
+    s = summary.read(str(tmp_path))
+    assert sorted(s.comparison) == ["baseline", "symphony"]
     assert "Symphony vs baseline, median CCT:" in out
     rc = cli_main(["run", FIG5, "--backend", "sim", "--scheme", "baseline", "--scheme",
                    "fast", "--out", str(tmp_path / "no")])
@@ -116,21 +117,20 @@ def test_report_on_one_run_folder_reports_that_run_and_labels_its_twin(tmp_path,
     man = json.load(open(run / "manifest.json"))
     json.dump({**man, "backend": "emulation"}, open(run / "manifest.json", "w"))
     run_sim(spec, "baseline", 3, str(run / "twin"), host_delay_s=0.0)
-    own = summarize(tmp_path / "set")["runs"][0]["jobs"][0]["collectives"][0]["cct_s"]
-    twin = report.analyze_run(str(run / "twin"), twin=False)["jobs"][0]["collectives"][0][
-        "cct_s"]
+    own = summarize(tmp_path / "set").runs[0].jobs[0].collectives[0].cct_s
+    twin = report.analyze_run(str(run / "twin"), twin=False).jobs[0].collectives[0].cct_s
     assert own != pytest.approx(twin, rel=1e-3)
     capsys.readouterr()
     assert cli_main(["report", str(run)]) == 0
     out = capsys.readouterr().out
-    s = json.load(open(run / "summary.json"))
-    (r,) = s["runs"]
-    assert (r["backend"], r["seed"], r["rundir"], s["backend"]) == \
+    s = summary.read(str(run))
+    (r,) = s.runs
+    assert (r.backend, r.seed, r.rundir, s.backend) == \
         ("emulation", 2, ".", "emulation")
-    assert r["jobs"][0]["collectives"][0]["cct_s"] == pytest.approx(own)
-    assert r["split"]["twin"] == "simulated"
-    (c,) = r["split"]["jobs"][0]["collectives"]
-    assert c["sim_s"] == pytest.approx(twin) and c["emulated_s"] == pytest.approx(own)
+    assert r.jobs[0].collectives[0].cct_s == pytest.approx(own)
+    assert r.split.twin == "simulated"
+    (c,) = r.split.jobs[0].collectives
+    assert c.sim_s == pytest.approx(twin) and c.emulated_s == pytest.approx(own)
     assert out.startswith(f"# the run in {run} (emulation, baseline seed 2)\n")
     assert " baseline    2   1    0 " in out and " baseline    3   1 " not in out
     assert "twin(ms)" in out
@@ -140,7 +140,7 @@ def test_report_on_one_run_folder_reports_that_run_and_labels_its_twin(tmp_path,
     out = capsys.readouterr().out
     assert out.startswith(f"# {run / 'twin'}: the simulated twin (backend sim) of the run in "
                           f"{run}, not that run\n")
-    assert json.load(open(run / "twin" / "summary.json"))["runs"][0]["twin_of"] == str(run)
+    assert summary.read(str(run / "twin")).runs[0].twin_of == str(run)
 
 
 def test_a_run_with_a_damaged_measurements_file_is_named_and_left_out(tmp_path, capsys):
@@ -153,9 +153,9 @@ def test_a_run_with_a_damaged_measurements_file_is_named_and_left_out(tmp_path, 
     assert cli_main(["run", FIG5, "--backend", "sim", "--seeds", "2", "--scheme", "baseline",
                      "--scheme", "symphony", "--no-plots", "--out", str(out)]
                     + [f"--set={s}" for s in SMALL]) == 0
-    whole = json.load(open(out / "summary.json"))
-    cct = {(r["scheme"], r["seed"]): r["jobs"][0]["collectives"][0]["cct_s"]
-           for r in whole["runs"]}
+    whole = summary.read(str(out))
+    cct = {(r.scheme, r.seed): r.jobs[0].collectives[0].cct_s
+           for r in whole.runs}
     assert cct[("symphony", 1)] != pytest.approx(cct[("symphony", 2)], rel=1e-3)
     meas = out / "symphony-seed2" / "measurements.json"
     text = meas.read_text()
@@ -170,14 +170,14 @@ def test_a_run_with_a_damaged_measurements_file_is_named_and_left_out(tmp_path, 
     assert f"\nDAMAGED symphony seed 2, left out of every median and comparison: {why}" \
         in got.out
     assert "1 of 4 runs are left out of the medians above" in got.out
-    s = json.load(open(out / "summary.json"))
-    assert sorted((r["scheme"], r["seed"]) for r in s["runs"]) == \
+    s = summary.read(str(out))
+    assert sorted((r.scheme, r.seed) for r in s.runs) == \
         [("baseline", 1), ("baseline", 2), ("symphony", 1)]
-    (d,) = s["damaged"]
-    assert (d["rundir"], d["scheme"], d["seed"]) == ("symphony-seed2", "symphony", 2)
-    assert {"scheme": "symphony", "seed": 2, "repeat": 1, "damaged": True} in s["excluded"]
-    assert s["comparison"]["symphony"]["cct_s"] == pytest.approx(cct[("symphony", 1)])
-    assert s["seeds"]["paired"]["symphony"]["seeds"] == [1]
+    (d,) = s.damaged
+    assert (d.rundir, d.scheme, d.seed) == ("symphony-seed2", "symphony", 2)
+    assert Excluded(scheme="symphony", seed=2, repeat=1, damaged=True) in s.excluded
+    assert s.comparison["symphony"].cct_s == pytest.approx(cct[("symphony", 1)])
+    assert s.seeds.paired["symphony"].seeds == [1]
     assert "DAMAGED" in (out / "index.html").read_text()
     # the run's own folder: nothing else to report, the damage is the answer (exit 2)
     assert cli_main(["report", str(out / "symphony-seed2")]) == 2

@@ -125,8 +125,9 @@ def test_a_format_1_folder_is_refused_then_upgraded_to_the_same_plan_and_records
     done, current, failed = upgrade.upgrade(str(tmp_path))
     assert (done, current, failed) == ([rundir], [], [])
     folder = RunFolder(rundir)
-    assert folder.manifest["format"] == FORMAT and folder.manifest["upgraded"]["from"] == 1
-    assert not set(upgrade.PLAN_KEYS) & set(folder.manifest)
+    assert folder.manifest.format == FORMAT and folder.manifest.upgraded["from"] == 1
+    with open(folder.file("manifest.json")) as f:
+        assert not set(upgrade.PLAN_KEYS) & set(json.load(f))
     assert folder.plan == plan
     assert records(rundir) == recs
     assert folder.measurements == meas
@@ -177,7 +178,7 @@ def test_a_format_2_folder_is_refused_then_upgraded_to_the_same_measurements(tmp
         RunFolder(rundir).manifest
     assert upgrade.upgrade(str(tmp_path)) == ([rundir], [], [])
     folder = RunFolder(rundir)
-    assert folder.manifest["format"] == FORMAT and folder.manifest["upgraded"] == {"from": 2}
+    assert folder.manifest.format == FORMAT and folder.manifest.upgraded == {"from": 2}
     assert (folder.plan, records(rundir), folder.measurements) == (plan, recs, meas)
 
 

@@ -33,19 +33,69 @@ kernel_queues.csv  switch, port, t_s, model_bytes (the agent's queue model), ker
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
+from dataclasses import dataclass
 
 from emulator.analysis.split import recorded_paths, recorded_ports
+from emulator.analysis.summary import RunResult
 from emulator.rundir import RunFolder
 from runtime.records import (Control, FlowReceived, FlowSent, KernelQueue,
                              PortSample, Window)
 from topologies import wiring
 
-FLOW_COLUMNS = ("job", "ring", "pass", "step", "rank", "src", "dst", "path", "egress_ports",
-                "start_s", "end_s", "bytes", "packets", "retransmits", "timeouts", "cnps",
-                "ce_marks")
-STEP_COLUMNS = ("job", "rank", "host", "pass", "step", "ring", "start_s", "end_s")
+
+
+@dataclass(frozen=True)
+class FlowRow:
+    """A row of ``flows.csv`` (the module's docstring; ``pass_index`` is column ``pass``)."""
+    job: int
+    ring: int
+    pass_index: int
+    step: int
+    rank: int | None
+    src: str
+    dst: str
+    path: str
+    egress_ports: str
+    start_s: float | None
+    end_s: float | None
+    bytes: int
+    packets: int
+    retransmits: int
+    timeouts: int
+    cnps: int
+    ce_marks: int
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """A row of ``steps.csv``."""
+    job: int
+    rank: int | None
+    host: str
+    pass_index: int
+    step: int
+    ring: int
+    start_s: float | None
+    end_s: float | None
+
+
+def _column(name: str) -> str:
+    return "pass" if name == "pass_index" else name
+
+
+def _columns(row_type) -> tuple[str, ...]:
+    return tuple(_column(f.name) for f in dataclasses.fields(row_type))
+
+
+def _csv_row(row) -> dict:
+    return {_column(k): v for k, v in vars(row).items()}
+
+
+FLOW_COLUMNS = _columns(FlowRow)
+STEP_COLUMNS = _columns(StepRow)
 PORT_COLUMNS = ("switch", "port", "t_s", "q_bytes", "max_q_bytes", "pkts", "bytes",
                 "marks_red", "marks_symphony", "marks_both", "model_drops", "fault_drops")
 KERNEL_QUEUE_COLUMNS = ("switch", "port", "t_s", "model_bytes", "kernel_bytes", "sent_bytes",
@@ -92,7 +142,7 @@ class _Run:
 
 # --- tables ------------------------------------------------------------------------------
 
-def flow_rows(r: _Run) -> list[dict]:
+def flow_rows(r: _Run) -> list[FlowRow]:
     recvs = {(x.job, x.channel, x.step, x.src, x.dst): x for x in r.recvs}
     rows = []
     for s in r.sends:
@@ -101,29 +151,28 @@ def flow_rows(r: _Run) -> list[dict]:
         p, st = r.pass_step(s.job, s.step)
         src = r.host_of.get(s.src, s.src)
         path = r.paths.get(key, ())
-        rows.append({"job": s.job, "ring": s.channel, "pass": p, "step": st,
-                     "rank": r.ranks.get(s.job, {}).get(src), "src": src,
-                     "dst": r.host_of.get(s.dst, s.dst),
-                     "path": ">".join(path),
-                     "egress_ports": ">".join(r.ports[key][n] for n in path
-                                              if n in r.ports.get(key, {})),
-                     "start_s": r.rel(s.start_s), "end_s": r.rel(rv and rv.end_s),
-                     "bytes": s.bytes, "packets": s.packets, "retransmits": s.retransmits,
-                     "timeouts": s.timeouts, "cnps": s.cnps, "ce_marks": rv.ce if rv else 0})
-    rows.sort(key=lambda x: (x["job"], x["start_s"] if x["start_s"] is not None else 0.0))
+        rows.append(FlowRow(
+            job=s.job, ring=s.channel, pass_index=p, step=st,
+            rank=r.ranks.get(s.job, {}).get(src), src=src, dst=r.host_of.get(s.dst, s.dst),
+            path=">".join(path),
+            egress_ports=">".join(r.ports[key][n] for n in path if n in r.ports.get(key, {})),
+            start_s=r.rel(s.start_s), end_s=r.rel(rv and rv.end_s), bytes=s.bytes,
+            packets=s.packets, retransmits=s.retransmits, timeouts=s.timeouts, cnps=s.cnps,
+            ce_marks=rv.ce if rv else 0))
+    rows.sort(key=lambda x: (x.job, x.start_s if x.start_s is not None else 0.0))
     return rows
 
 
-def step_rows(r: _Run) -> list[dict]:
+def step_rows(r: _Run) -> list[StepRow]:
     rows = []
     for x in r.recvs:
         host = r.host_of.get(x.dst, x.dst)
         p, st = r.pass_step(x.job, x.step)
-        rows.append({"job": x.job, "rank": r.ranks.get(x.job, {}).get(host), "host": host,
-                     "pass": p, "step": st, "ring": x.channel,
-                     "start_s": r.rel(x.start_s), "end_s": r.rel(x.end_s)})
-    rows.sort(key=lambda x: (x["job"], x["rank"] if x["rank"] is not None else -1,
-                             x["pass"], x["step"]))
+        rows.append(StepRow(job=x.job, rank=r.ranks.get(x.job, {}).get(host), host=host,
+                            pass_index=p, step=st, ring=x.channel,
+                            start_s=r.rel(x.start_s), end_s=r.rel(x.end_s)))
+    rows.sort(key=lambda x: (x.job, x.rank if x.rank is not None else -1, x.pass_index,
+                             x.step))
     return rows
 
 
@@ -155,8 +204,8 @@ def write_tables(rundir: str, r: _Run | None = None) -> list[str]:
     folder; their paths."""
     r = r or _Run(rundir)
     out = []
-    for name, cols, rows in (("flows.csv", FLOW_COLUMNS, flow_rows(r)),
-                             ("steps.csv", STEP_COLUMNS, step_rows(r)),
+    for name, cols, rows in (("flows.csv", FLOW_COLUMNS, map(_csv_row, flow_rows(r))),
+                             ("steps.csv", STEP_COLUMNS, map(_csv_row, step_rows(r))),
                              ("ports.csv", PORT_COLUMNS, port_rows(r)),
                              ("kernel_queues.csv", KERNEL_QUEUE_COLUMNS,
                               kernel_queue_rows(r))):
@@ -169,25 +218,25 @@ def write_tables(rundir: str, r: _Run | None = None) -> list[str]:
     return out
 
 
-def write_collectives(run: dict) -> str:
+def write_collectives(run: RunResult) -> str:
     """``collectives.csv`` in the run folder from its analysis (``report.analyze_run``):
     a row per collective, times from the run's t = 0 as in summary.json and the other
     tables; a collective that never completed has no times and ``verified`` false."""
-    path = os.path.join(run["rundir"], "collectives.csv")
+    path = os.path.join(run.rundir, "collectives.csv")
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLLECTIVE_COLUMNS)
         w.writeheader()
-        for j in run["jobs"]:
-            for c in j["collectives"]:
-                done = c["cct_s"] is not None
-                w.writerow({"job": j["job"], "pass": c["pass"], "ranks": j["ranks"],
-                            "bytes": c["nbytes"],
-                            "start_s": round(c["start_s"], 9) if done else "",
-                            "end_s": round(c["start_s"] + c["cct_s"], 9) if done else "",
-                            "cct_s": c["cct_s"] if done else "",
-                            "bound_s": c["theoretical_cct_s"],
-                            "cct_over_bound": c["cct_ratio"] if done else "",
-                            "verified": c["verified"]})
+        for j in run.jobs:
+            for c in j.collectives:
+                done = c.cct_s is not None
+                w.writerow({"job": j.job, "pass": c.pass_index, "ranks": j.ranks,
+                            "bytes": c.nbytes,
+                            "start_s": round(c.start_s, 9) if done else "",
+                            "end_s": round(c.start_s + c.cct_s, 9) if done else "",
+                            "cct_s": c.cct_s if done else "",
+                            "bound_s": c.theoretical_cct_s,
+                            "cct_over_bound": c.cct_ratio if done else "",
+                            "verified": c.verified})
     return path
 
 
@@ -208,18 +257,19 @@ def trace(r: _Run) -> dict:
     ev: list[dict] = []
     tracks: dict[tuple, int] = {}
     for n, row in enumerate(flow_rows(r)):
-        if row["start_s"] is None or row["end_s"] is None:
+        if row.start_s is None or row.end_s is None:
             continue
-        job = row["job"]
-        rank = r.ranks.get(job, {}).get(row["src"], 0)
-        tid = tracks.setdefault((job, row["src"], row["ring"]), rank * 64 + row["ring"])
-        common = {"name": f"job {job} ring {row['ring']} pass {row['pass']} step "
-                          f"{row['step']}", "cat": f"h{rank} ring {row['ring']}",
+        job = row.job
+        rank = r.ranks.get(job, {}).get(row.src, 0)
+        tid = tracks.setdefault((job, row.src, row.ring), rank * 64 + row.ring)
+        common = {"name": f"job {job} ring {row.ring} pass {row.pass_index} step "
+                          f"{row.step}", "cat": f"h{rank} ring {row.ring}",
                   "id": n + 1, "pid": job, "tid": tid}
-        ev.append({**common, "ph": "b", "ts": row["start_s"] * us,
-                   "args": {k: row[k] for k in ("src", "dst", "path", "bytes", "retransmits",
-                                                "cnps", "ce_marks")}})
-        ev.append({**common, "ph": "e", "ts": row["end_s"] * us})
+        ev.append({**common, "ph": "b", "ts": row.start_s * us,
+                   "args": {"src": row.src, "dst": row.dst, "path": row.path,
+                            "bytes": row.bytes, "retransmits": row.retransmits,
+                            "cnps": row.cnps, "ce_marks": row.ce_marks}})
+        ev.append({**common, "ph": "e", "ts": row.end_s * us})
     for (job, host, ring), tid in tracks.items():
         ev.append({"name": "thread_name", "ph": "M", "pid": job, "tid": tid,
                    "args": {"name": f"{host} ring {ring}"}})
@@ -242,6 +292,7 @@ def trace(r: _Run) -> dict:
                        "ts": r.rel(x.t_s) * us,
                        "args": {"step_min": x.step_min, "alpha": x.alpha}})
         for x in r.agent(sw, Control):
+            # a control command and its reply as the agent's protocol has them (free-form)
             cmd = x.command if isinstance(x.command, dict) else {}
             if cmd.get("cmd") == "symphony":
                 what = ("on" if cmd["enabled"] else "off") if "enabled" in cmd else "set " + \
@@ -254,8 +305,8 @@ def trace(r: _Run) -> dict:
             ev.append({"name": p.what, "cat": "perturbation", "ph": "i", "s": "g",
                        "pid": 0, "ts": p.fired_s * us})
     return {"traceEvents": ev, "displayTimeUnit": "ms",
-            "otherData": {"run": r.man["name"], "scheme": r.man["scheme"],
-                          "seed": r.man["seed"], "dilation": r.plan.scale.dilation,
+            "otherData": {"run": r.man.name, "scheme": r.man.scheme,
+                          "seed": r.man.seed, "dilation": r.plan.scale.dilation,
                           "time": "emulated microseconds since t = 0; real-scale time = "
                                   "emulated / dilation"}}
 

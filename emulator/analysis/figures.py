@@ -22,7 +22,6 @@ nothing on it depends on the clock, the machine or the order files are listed in
 
 from __future__ import annotations
 
-import csv
 import glob
 import os
 import re
@@ -32,7 +31,9 @@ import numpy as np
 
 from emulator.spec import paper
 from emulator.analysis.evidence import primary_metric
+from emulator.analysis.figure_rows import FigureRow, read  # noqa: F401 - figures.read
 from emulator.analysis.stats import paired
+from emulator.analysis.summary import BASELINE
 
 DEFAULT_POINT = "default"      # a sweep's one point when its spec has no [[variants]]
 BACKENDS = (("fluid", "model"), ("sim", "simulation"), ("emulation", "emulation"))
@@ -59,11 +60,6 @@ HEADER = ("# Results: the paper's figures, reproduced\n\n"
           "stats.py`). The model runs baseline, ideal-priority and pq (it has no Symphony).\n"
           "Every run: `symphony-emu reproduce [FIG] --backend fluid|sim|emulation`.\n"
           f"The dated journal this page replaced: `git show {JOURNAL}:docs/results.md`.\n")
-
-
-def read(path: str) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def page(data_dir: str, runs_dir: str, planned=None, plots_dir: str | None = None,
@@ -107,7 +103,7 @@ def seeds_in_data(data_dir: str) -> dict[tuple[str, str], int]:
         fig = os.path.splitext(os.path.basename(p))[0]
         seeds = defaultdict(set)
         for r in read(p):
-            seeds[label.get(r.get("backend"), r.get("backend"))].add(r.get("seed"))
+            seeds[label.get(r.backend, r.backend)].add(r.seed)
         out.update({(fig, b): len(v) for b, v in seeds.items()})
     return out
 
@@ -155,10 +151,10 @@ def _done_table(figs: dict, planned) -> str:
     for fig, rows in figs.items():
         cells = []
         for b, _ in BACKENDS:
-            mine = [r for r in rows if r["backend"] == b]
-            n = len({r["seed"] for r in mine})
-            wall = sum(float(r.get("wall_s") or 0) for r in mine)
-            untimed = sum(not r.get("wall_s") for r in mine)
+            mine = [r for r in rows if r.backend == b]
+            n = len({r.seed for r in mine})
+            wall = sum(r.wall_s or 0.0 for r in mine)
+            untimed = sum(r.wall_s is None for r in mine)
             total[b] += wall
             plan = f" of {planned(fig, b)}" if planned else ""
             took = _duration(wall) + (f" ({untimed} runs untimed)" if untimed else "")
@@ -175,23 +171,23 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def figure_section(fig: str, rows: list[dict], claims, primary: str) -> str:
+def figure_section(fig: str, rows: list[FigureRow], claims, primary: str) -> str:
     """One figure: per variant, the spec's primary metric and every other metric the
     paper reports a number of, each scheme per backend and against the baseline."""
     out = [f"## {fig}\n"]
-    revs = sorted({r["git_revision"] for r in rows if r["git_revision"]})
-    flagged = sum(r["faithful"] != "True" for r in rows)
-    runs = {b: sum(r["backend"] == b for r in rows) for b, _ in BACKENDS}
+    revs = sorted({r.git_revision for r in rows if r.git_revision})
+    flagged = sum(not r.faithful for r in rows)
+    runs = {b: sum(r.backend == b for r in rows) for b, _ in BACKENDS}
     out.append("Runs: " + ", ".join(f"{label} {runs[b]}" for b, label in BACKENDS)
                + f"; {flagged} flagged unfaithful (left out); code "
                + (", ".join(revs) or "unknown") + ".\n")
     metrics = list(dict.fromkeys([primary] + [c.metric for c in claims if c.metric in COLUMN]))
     if any(c.metric == "flow_time" for c in claims):     # a table per flow (Fig 9)
-        metrics += sorted({k for r in rows for k in r if FLOW_COLUMN.fullmatch(k)})
-    for v in dict.fromkeys(r["variant"] for r in rows):
+        metrics += sorted({k for r in rows for k in r.values if FLOW_COLUMN.fullmatch(k)})
+    for v in dict.fromkeys(r.variant for r in rows):
         own = "" if v == DEFAULT_POINT else v        # a claim of the spec itself
         for metric in metrics:
-            out += _metric_tables(fig, own, [r for r in rows if r["variant"] == v], claims,
+            out += _metric_tables(fig, own, [r for r in rows if r.variant == v], claims,
                                   metric)
     out += _twin_table(rows)
     words = [c for c in claims if c.value is None]
@@ -201,7 +197,8 @@ def figure_section(fig: str, rows: list[dict], claims, primary: str) -> str:
     return "\n".join(out)
 
 
-def _metric_tables(fig: str, variant: str, rows: list[dict], claims, metric: str) -> list[str]:
+def _metric_tables(fig: str, variant: str, rows: list[FigureRow], claims,
+                   metric: str) -> list[str]:
     values = _values(rows, metric)
     if not values:
         return []
@@ -215,31 +212,32 @@ def _metric_tables(fig: str, variant: str, rows: list[dict], claims, metric: str
         cells = [_median_cell(values[s].get(b, {})) for b, _ in BACKENDS]
         out.append(f"| {s} | {_claim_cell(said)} | " + " | ".join(cells) + " |")
     out.append("")
-    if "baseline" in values and len(schemes) > 1:
+    if BASELINE in values and len(schemes) > 1:
         out += [f"| against the baseline, paired | paper | {head} |",
                 "|---" * (2 + len(BACKENDS)) + "|"]
         for s in schemes:
-            if s == "baseline":
+            if s == BASELINE:
                 continue
-            said = paper.matching(claims, _claimed(metric), s, "baseline", variant)
-            cells = [_paired_cell(values["baseline"].get(b, {}), values[s].get(b, {}))
+            said = paper.matching(claims, _claimed(metric), s, BASELINE, variant)
+            cells = [_paired_cell(values[BASELINE].get(b, {}), values[s].get(b, {}))
                      for b, _ in BACKENDS]
             out.append(f"| {s} | {_claim_cell(said)} | " + " | ".join(cells) + " |")
         out.append("")
     return out
 
 
-def _twin_table(rows: list[dict]) -> list[str]:
+def _twin_table(rows: list[FigureRow]) -> list[str]:
     """Each faithful emulated run over its simulated twin (the same code on the run's own
     paths), per scheme over every variant: what emulation adds to what the code does."""
     ratios = defaultdict(lambda: ([], []))          # scheme -> (CCT ratios, JCT ratios)
     for r in rows:
-        if r["backend"] != "emulation" or r["faithful"] != "True":
+        if r.backend != "emulation" or not r.faithful:
             continue
         for i, (own, twin) in enumerate((("median_cct_s", "twin_median_cct_s"),
                                          ("jct_s", "twin_jct_s"))):
-            if r.get(own) and r.get(twin):
-                ratios[r["scheme"]][i].append(float(r[own]) / float(r[twin]))
+            mine, its = r.values.get(own), r.values.get(twin)
+            if mine is not None and its is not None:
+                ratios[r.scheme][i].append(mine / its)
     if not ratios:
         return []
     out = ["### The emulation beside its twin\n",
@@ -297,33 +295,33 @@ def _words(metric: str) -> str:
     return WORDS[metric]
 
 
-def _values(rows: list[dict], metric: str) -> dict:
+def _values(rows: list[FigureRow], metric: str) -> dict:
     """scheme -> backend -> seed -> value of ``metric`` (a metric of :data:`COLUMN` or a
     flow's column), faithful runs only; schemes in :data:`SCHEME_ORDER`."""
     col, unit = COLUMN.get(metric, metric), UNIT.get(metric, 1.0)
     values = defaultdict(lambda: defaultdict(dict))
     for r in rows:
-        if r["faithful"] == "True" and r.get(col) not in ("", None):
-            values[r["scheme"]][r["backend"]][int(r["seed"])] = float(r[col]) * unit
+        if r.faithful and r.values.get(col) is not None:
+            values[r.scheme][r.backend][r.seed] = r.values[col] * unit
     rank = {s: i for i, s in enumerate(SCHEME_ORDER)}
     return {s: values[s] for s in sorted(values, key=lambda s: rank.get(s, len(rank)))}
 
 
-def plot(fig: str, rows: list[dict], claims, primary: str, path: str) -> bool:
+def plot(fig: str, rows: list[FigureRow], claims, primary: str, path: str) -> bool:
     """Every scheme against the baseline in ``primary``, per variant and backend: each
     seed's paired difference a dot, the median and its 95 % interval a bar, the paper's
     value a diamond; False (nothing written) when the figure has no pair."""
     lines = []            # (label, backend, diffs, Paired, paper value or None)
-    for v in dict.fromkeys(r["variant"] for r in rows):
-        values = _values([r for r in rows if r["variant"] == v], primary)
+    for v in dict.fromkeys(r.variant for r in rows):
+        values = _values([r for r in rows if r.variant == v], primary)
         own = "" if v == DEFAULT_POINT else v
         for s in values:
-            if s == "baseline" or "baseline" not in values:
+            if s == BASELINE or BASELINE not in values:
                 continue
-            said = [c for c in paper.matching(claims, _claimed(primary), s, "baseline", own)
+            said = [c for c in paper.matching(claims, _claimed(primary), s, BASELINE, own)
                     if c.unit == "%"]
             for b, _ in BACKENDS:
-                base, other = values["baseline"].get(b, {}), values[s].get(b, {})
+                base, other = values[BASELINE].get(b, {}), values[s].get(b, {})
                 common = sorted(set(base) & set(other))
                 if common:
                     p = paired([base[k] for k in common], [other[k] for k in common])

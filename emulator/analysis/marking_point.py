@@ -31,12 +31,55 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import asdict, dataclass
 
 from emulator.rundir import RunFolder, run_folders
 from runtime.records import Arrivals
+from switch_agent.config import RedParams
 from switch_agent.queue_model import EgressQueue, red_probability
 
 DIFFER_P = 0.05
+
+
+@dataclass(frozen=True)
+class PortMarks:
+    """One port's RoCE data packets replayed (:func:`replay_port`)."""
+    switch: str
+    port: str
+    packets: int
+    marks_enqueue: float            # the sum of RED's p on the backlog found
+    marks_dequeue: float            # ... on the backlog left behind
+    differ: int                     # packets whose two p differ by more than DIFFER_P
+    lead_s: float                   # mean sojourn of marked-probability packets
+    replay_error_bytes: float       # the largest difference from the recorded backlogs
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Ports' replays together (:func:`_totals`)."""
+    packets: int
+    marks_enqueue: float
+    marks_dequeue: float
+    ratio: float | None             # dequeue over enqueue
+    differ_share: float
+    lead_s: float
+    replay_error_bytes: float
+
+
+@dataclass(frozen=True)
+class RunMarks:
+    """Every traced port of one run (:func:`replay_run`)."""
+    run: str
+    scheme: str
+    seed: int
+    ports: list[PortMarks]
+    skipped: list[str]              # switch:port whose rate changed during the run
+    total: Totals
+
+    def to_json(self) -> dict:
+        """As ``--json`` writes it: the totals beside the ports."""
+        own = asdict(self)
+        return {**{k: v for k, v in own.items() if k != "total"}, **asdict(self.total)}
 
 
 def backlogs(rec: Arrivals) -> tuple[list[float], list[float], float]:
@@ -68,19 +111,19 @@ def backlogs(rec: Arrivals) -> tuple[list[float], list[float], float]:
     return found, left, worst
 
 
-def replay_port(rec: Arrivals) -> dict:
+def replay_port(rec: Arrivals) -> PortMarks:
     """One port's arrival record -> its comparison (see the module docstring)."""
-    red = rec.red
-    kmin, kmax, pmax = red["kmin_bytes"], red["kmax_bytes"], red["pmax"]
-    if red.get("rate_ref_bps"):
-        f = rec.rate_bps / red["rate_ref_bps"]
+    red = RedParams.from_dict(rec.red)
+    kmin, kmax, pmax = red.kmin_bytes, red.kmax_bytes, red.pmax
+    if red.rate_ref_bps:
+        f = rec.rate_bps / red.rate_ref_bps
         kmin, kmax = kmin * f, kmax * f
     found, left, worst = backlogs(rec)
     rate_Bps = rec.rate_bps / 8
     enq = deq = sojourn = weight = 0.0
     differ = packets = 0
     for q, q_left, roce in zip(found, left, rec.roce):
-        if q < 0 or not roce or not red["enabled"]:
+        if q < 0 or not roce or not red.enabled:
             continue
         p_in = red_probability(q, kmin, kmax, pmax)
         p_out = red_probability(q_left, kmin, kmax, pmax)
@@ -90,12 +133,12 @@ def replay_port(rec: Arrivals) -> dict:
         differ += abs(p_in - p_out) > DIFFER_P
         sojourn += q / rate_Bps * (p_in + p_out)
         weight += p_in + p_out
-    return {"switch": rec.switch, "port": rec.port, "packets": packets,
-            "marks_enqueue": enq, "marks_dequeue": deq, "differ": differ,
-            "lead_s": sojourn / weight if weight else 0.0, "replay_error_bytes": worst}
+    return PortMarks(switch=rec.switch, port=rec.port, packets=packets, marks_enqueue=enq,
+                     marks_dequeue=deq, differ=differ,
+                     lead_s=sojourn / weight if weight else 0.0, replay_error_bytes=worst)
 
 
-def replay_run(run: RunFolder) -> dict:
+def replay_run(run: RunFolder) -> RunMarks:
     """Every traced port of one run; ``skipped``: ports whose rate changed."""
     ports, skipped = [], []
     for switch in sorted(_switches(run)):
@@ -105,8 +148,8 @@ def replay_run(run: RunFolder) -> dict:
                 continue
             ports.append(replay_port(rec))
     m = run.manifest
-    return {"run": run.path, "scheme": m["scheme"], "seed": m["seed"], "ports": ports,
-            "skipped": skipped, **_totals(ports)}
+    return RunMarks(run=run.path, scheme=m.scheme, seed=m.seed, ports=ports,
+                    skipped=skipped, total=_totals(ports))
 
 
 def _switches(run: RunFolder) -> list[str]:
@@ -114,17 +157,17 @@ def _switches(run: RunFolder) -> list[str]:
             if n.endswith(".jsonl") and not n.startswith("h") and n != "ledger.jsonl"]
 
 
-def _totals(ports: list[dict]) -> dict:
-    packets = sum(p["packets"] for p in ports)
-    enq = sum(p["marks_enqueue"] for p in ports)
-    deq = sum(p["marks_dequeue"] for p in ports)
+def _totals(ports: list[PortMarks]) -> Totals:
+    packets = sum(p.packets for p in ports)
+    enq = sum(p.marks_enqueue for p in ports)
+    deq = sum(p.marks_dequeue for p in ports)
     w = enq + deq
-    return {"packets": packets, "marks_enqueue": enq, "marks_dequeue": deq,
-            "ratio": deq / enq if enq else None,
-            "differ_share": sum(p["differ"] for p in ports) / packets if packets else 0.0,
-            "lead_s": sum(p["lead_s"] * (p["marks_enqueue"] + p["marks_dequeue"])
-                          for p in ports) / w if w else 0.0,
-            "replay_error_bytes": max((p["replay_error_bytes"] for p in ports), default=0.0)}
+    return Totals(packets=packets, marks_enqueue=enq, marks_dequeue=deq,
+                  ratio=deq / enq if enq else None,
+                  differ_share=sum(p.differ for p in ports) / packets if packets else 0.0,
+                  lead_s=sum(p.lead_s * (p.marks_enqueue + p.marks_dequeue)
+                             for p in ports) / w if w else 0.0,
+                  replay_error_bytes=max((p.replay_error_bytes for p in ports), default=0.0))
 
 
 def _runs(paths: list[str]) -> list[RunFolder]:
@@ -152,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for run in _runs(args.folders):
         res = replay_run(run)
-        if not res["ports"]:
+        if not res.ports:
             print(f"{run.path}: no arrival trace (run it with --set switch.trace_arrivals=true)",
                   file=sys.stderr)
             continue
@@ -163,22 +206,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'scheme':<10}{'seed':>5}{'RoCE pkts':>11}{'marks@enq':>11}{'marks@deq':>11}"
           f"{'deq/enq':>9}{'differ':>8}{'lead(ms)':>10}{'replay err(B)':>15}")
     for r in results:
-        print(f"{r['scheme']:<10}{r['seed']:>5}{r['packets']:>11}{r['marks_enqueue']:>11.1f}"
-              f"{r['marks_dequeue']:>11.1f}{_ratio(r['ratio']):>9}{r['differ_share']:>8.1%}"
-              f"{r['lead_s'] * 1e3:>10.3f}{r['replay_error_bytes']:>15.1f}")
-        if r["skipped"]:
-            print(f"  skipped (rate changed): {', '.join(r['skipped'])}")
-    for scheme in sorted({r["scheme"] for r in results}):
-        rs = [r for r in results if r["scheme"] == scheme]
-        tot = _totals([p for r in rs for p in r["ports"]])
-        print(f"{scheme}: {len(rs)} run(s), {tot['packets']} RoCE packets: expected marks "
-              f"{tot['marks_enqueue']:.0f} at enqueue, {tot['marks_dequeue']:.0f} at dequeue "
-              f"(x{_ratio(tot['ratio'])}); {tot['differ_share']:.1%} of packets differ by "
-              f"> {DIFFER_P}; the dequeue rule sees the queue {tot['lead_s'] * 1e3:.3f} ms "
+        t = r.total
+        print(f"{r.scheme:<10}{r.seed:>5}{t.packets:>11}{t.marks_enqueue:>11.1f}"
+              f"{t.marks_dequeue:>11.1f}{_ratio(t.ratio):>9}{t.differ_share:>8.1%}"
+              f"{t.lead_s * 1e3:>10.3f}{t.replay_error_bytes:>15.1f}")
+        if r.skipped:
+            print(f"  skipped (rate changed): {', '.join(r.skipped)}")
+    for scheme in sorted({r.scheme for r in results}):
+        rs = [r for r in results if r.scheme == scheme]
+        tot = _totals([p for r in rs for p in r.ports])
+        print(f"{scheme}: {len(rs)} run(s), {tot.packets} RoCE packets: expected marks "
+              f"{tot.marks_enqueue:.0f} at enqueue, {tot.marks_dequeue:.0f} at dequeue "
+              f"(x{_ratio(tot.ratio)}); {tot.differ_share:.1%} of packets differ by "
+              f"> {DIFFER_P}; the dequeue rule sees the queue {tot.lead_s * 1e3:.3f} ms "
               f"(emulated) later")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+            json.dump([r.to_json() for r in results], f, indent=1)
     return 0
 
 

@@ -57,8 +57,19 @@ def join_flows(sends: list[FlowSent], recvs: list[FlowReceived]) -> list[Transfe
     return flows
 
 
-def collective_times(records: list[CollectiveDone]) -> dict[tuple, dict]:
-    """(job, pass) -> start, end, cct_s, verified (all ranks), ranks."""
+@dataclass(frozen=True, slots=True)
+class CollectiveTime:
+    """One pass of a job's collective over the ranks that logged it: from the earliest
+    rank's start to the latest's end."""
+    start_s: float
+    end_s: float
+    cct_s: float
+    verified: bool                  # every rank's result right
+    ranks: int                      # ranks that finished it
+
+
+def collective_times(records: list[CollectiveDone]) -> dict[tuple, CollectiveTime]:
+    """(job, pass) -> its :class:`CollectiveTime`."""
     groups = defaultdict(list)
     for r in records:
         groups[(r.job, r.pass_index)].append(r)
@@ -66,8 +77,8 @@ def collective_times(records: list[CollectiveDone]) -> dict[tuple, dict]:
     for key, rs in sorted(groups.items()):
         start = min(r.start_s for r in rs)
         end = max(r.end_s for r in rs)
-        out[key] = {"start_s": start, "end_s": end, "cct_s": end - start,
-                    "verified": all(r.verified for r in rs), "ranks": len(rs)}
+        out[key] = CollectiveTime(start, end, end - start, all(r.verified for r in rs),
+                                  len(rs))
     return out
 
 
@@ -100,8 +111,17 @@ def max_overlap(flows: list[Transfer], job: int) -> int:
     return int(v.max()) if len(v) else 0
 
 
+@dataclass(frozen=True)
+class StepCompletion:
+    """Per step of a job, in step order (:func:`step_completion`)."""
+    steps: list[int]
+    t_done: list[float]             # its last flow's end
+    duration_s: list[float]         # since the previous step's completion
+    normalized_rate: list[float]    # the ideal chunk time at link rate over the duration
+
+
 def step_completion(flows: list[Transfer], job: int, rate_bps: float,
-                    wire_bytes=lambda b: b) -> dict:
+                    wire_bytes=lambda b: b) -> StepCompletion:
     """Per step: completion time, duration since the previous step's completion, and the
     normalized completion rate (1 = the ideal chunk time at link rate)."""
     by_step = defaultdict(list)
@@ -110,7 +130,7 @@ def step_completion(flows: list[Transfer], job: int, rate_bps: float,
             by_step[f.step].append(f)
     steps = sorted(by_step)
     if not steps:
-        return {"steps": [], "t_done": [], "duration_s": [], "normalized_rate": []}
+        return StepCompletion([], [], [], [])
     t_prev = min(f.t_start for f in by_step[steps[0]])
     done, dur, norm = [], [], []
     for s in steps:
@@ -121,7 +141,7 @@ def step_completion(flows: list[Transfer], job: int, rate_bps: float,
         dur.append(d)
         norm.append(ideal / d if d > 0 else float("nan"))
         t_prev = t
-    return {"steps": steps, "t_done": done, "duration_s": dur, "normalized_rate": norm}
+    return StepCompletion(steps, done, dur, norm)
 
 
 def last_step_span(flows: list[Transfer], job: int) -> float:

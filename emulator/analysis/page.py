@@ -10,6 +10,7 @@ import html
 import json
 import os
 
+from emulator.analysis.summary import RunResult, Summary
 from emulator.rundir import RunFolder
 
 STYLE = """body{font-family:sans-serif;margin:2em;max-width:80em;color:#222}
@@ -48,11 +49,11 @@ def _ms(s) -> str:
     return "-" if s is None else f"{s * 1e3:.1f}"
 
 
-def _verdict(run: dict) -> _raw:
-    f = run["fidelity"]
-    if f.get("errors"):
+def _verdict(run: RunResult) -> _raw:
+    f = run.fidelity
+    if f.errors:
         return _raw('<span class="bad">WRONG</span>')
-    return _raw('<span class="ok">faithful</span>' if f["faithful"]
+    return _raw('<span class="ok">faithful</span>' if f.faithful
                 else '<span class="bad">unfaithful</span>')
 
 
@@ -68,31 +69,31 @@ def _write(path: str, text: str) -> str:
     return path
 
 
-def run_page(run: dict) -> str:
+def run_page(run: RunResult) -> str:
     """A run folder's ``index.html`` (``run``: its ``report.analyze_run`` result)."""
-    d = run["rundir"]
-    f = run["fidelity"]
+    d = run.rundir
+    f = run.fidelity
     man = RunFolder(d).manifest
-    up = "the emulated run it is the twin of" if run.get("twin_of") else "the run set"
+    up = "the emulated run it is the twin of" if run.twin_of else "the run set"
     body = [f"<p>{_link('../index.html', up).html} &middot; "
-            f"{_e(man.get('backend', 'emulation'))}, started {_e(man.get('started', '?'))}, "
-            f"code {_e(man.get('git_revision', '?'))}, repeat {run.get('repeat', 1)}</p>",
+            f"{_e(man.backend)}, started {_e(man.started)}, "
+            f"code {_e(man.git_revision)}, repeat {run.repeat}</p>",
             f"<p>Verdict: {_verdict(run).html}</p>"]
-    if f.get("errors") or f.get("reasons"):
+    if f.errors or f.reasons:
         body.append("<ul>" + "".join(f'<li class="bad">{_e(x)}</li>'
-                                     for x in f.get("errors", []) + f.get("reasons", []))
+                                     for x in f.errors + f.reasons)
                     + "</ul>")
-    for j in run["jobs"]:
-        body.append(f"<h2>Job {j['job']}: {_e(j['algorithm'])}, {j['ranks']} ranks, "
-                    f"JCT {_ms(j['jct_s'])} ms, max step overlap {j['max_step_overlap']}</h2>")
+    for j in run.jobs:
+        body.append(f"<h2>Job {j.job}: {_e(j.algorithm)}, {j.ranks} ranks, "
+                    f"JCT {_ms(j.jct_s)} ms, max step overlap {j.max_step_overlap}</h2>")
         body.append(_table(["pass", "bytes", "CCT (ms)", "bound (ms)", "CCT / bound", "verified"],
-                           [[c["pass"], c["nbytes"], _ms(c["cct_s"]), _ms(c["theoretical_cct_s"]),
-                             "-" if c["cct_ratio"] is None else f"{c['cct_ratio']:.2f}",
-                             "yes" if c["verified"] else "NO"] for c in j["collectives"]]))
-    t = run.get("transport", {})
-    if t:
-        body.append("<h2>Transport</h2>" + _table(list(t), [list(t.values())], left=0))
-    nums = {k: v for k, v in f.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+                           [[c.pass_index, c.nbytes, _ms(c.cct_s), _ms(c.theoretical_cct_s),
+                             "-" if c.cct_ratio is None else f"{c.cct_ratio:.2f}",
+                             "yes" if c.verified else "NO"] for c in j.collectives]))
+    t = run.transport.to_json()          # its counts by name, as summary.json has them
+    body.append("<h2>Transport</h2>" + _table(list(t), [list(t.values())], left=0))
+    nums = {k: v for k, v in f.to_json().items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
     body.append("<h2>Fidelity</h2>" + _table(["measure", "value"],
                                              [[k, f"{v:.4g}"] for k, v in nums.items()]))
     files = sorted(n for n in os.listdir(d) if not n.startswith("."))
@@ -101,44 +102,42 @@ def run_page(run: dict) -> str:
                 + ", ".join(_link(n).html for n in ("flows.csv", "steps.csv", "ports.csv")
                             if n in files) + ".</p><p>"
                 + " ".join(_link(n).html for n in files) + "</p>")
-    body.append("<h2>The spec it ran</h2><pre>" + _e(json.dumps(man.get("spec", {}), indent=1))
+    body.append("<h2>The spec it ran</h2><pre>" + _e(json.dumps(man.spec, indent=1))
                 + "</pre>")
     return _write(os.path.join(d, "index.html"),
-                  _page(f"{run['scheme']}, seed {run['seed']}"
-                        + (": the simulated twin of " + run["twin_of"] if run.get("twin_of")
+                  _page(f"{run.scheme}, seed {run.seed}"
+                        + (": the simulated twin of " + run.twin_of if run.twin_of
                            else ""), body))
 
 
-def set_page(out_dir: str, summary: dict, console: str = "") -> str:
+def set_page(out_dir: str, summary: Summary, console: str = "") -> str:
     """A run set's ``index.html`` (``summary``: ``report.summarize``'s; ``console``: the
     report as the console prints it, ``report.console_text``)."""
-    runs = summary["runs"]
-    body = [f"<p>{len(runs)} run(s); {len(summary.get('excluded', []))} left out of every "
+    runs = summary.runs
+    body = [f"<p>{len(runs)} run(s); {len(summary.excluded)} left out of every "
             f"median (unfaithful or wrong, listed below). D = "
-            f"{summary['scale']['dilation']:g}.</p>"]
-    comp = summary.get("comparison", {})
+            f"{summary.scale.dilation:g}.</p>"]
+    comp = summary.comparison
     if comp:
         body.append("<h2>Schemes (faithful runs)</h2>" + _table(
             ["scheme", "median CCT (ms)", "median JCT (ms)", "median max overlap"],
-            [[s, _ms(c.get("cct_s")), _ms(c.get("jct_s")), c.get("max_step_overlap")]
-             for s, c in comp.items()]))
-    seeds = summary.get("seeds", {})
-    if seeds.get("schemes"):
+            [[s, _ms(c.cct_s), _ms(c.jct_s), c.max_step_overlap] for s, c in comp.items()]))
+    if summary.seeds.schemes:
         body.append("<h2>Across seeds</h2>" + _table(
             ["scheme", "seeds", "median of the seeds' median CCT (ms)", "P25", "P75"],
-            [[s, x["cct_s"]["n"], _ms(x["cct_s"]["median"]), _ms(x["cct_s"]["p25"]),
-              _ms(x["cct_s"]["p75"])] for s, x in seeds["schemes"].items()]))
-    ev = summary.get("evidence") or {}
+            [[s, x.cct_s.n, _ms(x.cct_s.median), _ms(x.cct_s.p25), _ms(x.cct_s.p75)]
+             for s, x in summary.seeds.schemes.items()]))
+    ev = summary.evidence
     if ev:
         def ci(x):
             return f"[{x[0]:+.1%}, {x[1]:+.1%}]" if x else "too few seeds (6 needed)"
         body.append("<h2>Against the baseline, paired by seed</h2>" + _table(
             ["scheme", "metric", "pairs", "median difference", "its 95 % interval",
              "mean (bootstrap 95 %)", "Wilcoxon p", "lower in", "at 95 %"],
-            [[s, f"{m}{' (primary)' if e['primary'] else ''}", e["n"], f"{e['median']:+.1%}",
-              ci(e["median_ci"]), f"{e['mean']:+.1%} {ci(e['mean_ci']) if e['mean_ci'] else ''}",
-              f"{e['wilcoxon_p']:.2g}" if e["wilcoxon_p"] is not None else "-",
-              f"{e['lower']} of {e['n']}", e["verdict"]]
+            [[s, f"{m}{' (primary)' if e.primary else ''}", e.n, f"{e.median:+.1%}",
+              ci(e.median_ci), f"{e.mean:+.1%} {ci(e.mean_ci) if e.mean_ci else ''}",
+              f"{e.wilcoxon_p:.2g}" if e.wilcoxon_p is not None else "-",
+              f"{e.lower} of {e.n}", e.verdict]
              for s, metrics in ev.items() for m, e in metrics.items()]))
     body.append("<h2>The report, as the console prints it</h2><p>Where the time goes, each "
                 "job against the baseline, drops and the emulation's own delay: the same "
@@ -146,20 +145,20 @@ def set_page(out_dir: str, summary: dict, console: str = "") -> str:
                 + _e(console) + "</pre>")
     body.append("<h2>Runs</h2>" + _table(
         ["run", "verdict", "reasons"],
-        [[_link(os.path.relpath(os.path.join(r["rundir"], "index.html"), out_dir),
-                f"{r['scheme']} seed {r['seed']}"), _verdict(r),
-          "; ".join(r["fidelity"].get("errors", []) + r["fidelity"].get("reasons", []))]
+        [[_link(os.path.relpath(os.path.join(r.rundir, "index.html"), out_dir),
+                f"{r.scheme} seed {r.seed}"), _verdict(r),
+          "; ".join(r.fidelity.errors + r.fidelity.reasons)]
          for r in runs]
-        + [[f"{d['scheme']} seed {d['seed']}", _raw('<span class="bad">DAMAGED</span>'),
-            d["why"]] for d in summary.get("damaged", [])]))
-    for p in summary.get("plots", []):
+        + [[f"{d.scheme} seed {d.seed}", _raw('<span class="bad">DAMAGED</span>'),
+            d.why] for d in summary.damaged]))
+    for p in summary.plots:
         rel = os.path.relpath(p, out_dir)
         body.append(f'<h3>{_e(rel)}</h3><img src="{html.escape(rel, quote=True)}" alt="{_e(rel)}">')
     files = [n for n in ["summary.json"] + sorted(
         n for n in os.listdir(out_dir) if n.startswith("nccl-tests-") and n.endswith(".json"))
         if os.path.exists(os.path.join(out_dir, n))]
     body.append("<p>" + " ".join(_link(n).html for n in files) + "</p>")
-    return _write(os.path.join(out_dir, "index.html"), _page(summary["name"], body))
+    return _write(os.path.join(out_dir, "index.html"), _page(summary.name, body))
 
 
 def sweep_page(out_dir: str, points: list[str], plots: list[str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 import matplotlib
 
@@ -12,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from emulator.analysis import metrics  # noqa: E402
+from emulator.analysis.summary import RunResult  # noqa: E402
 from emulator.plan.layout import wire_bytes  # noqa: E402
 from emulator.spec.schemes import SCHEMES  # noqa: E402
 from emulator.rundir import RunFolder  # noqa: E402
@@ -19,32 +21,32 @@ from emulator.rundir import RunFolder  # noqa: E402
 COLORS = {name: s.color for name, s in SCHEMES.items()}
 
 
-def _label(run: dict) -> str:
-    tag = "" if run["fidelity"]["faithful"] else "  [UNFAITHFUL]"
-    return f"{run['scheme']} (seed {run['seed']}){tag}"
+def _label(run: RunResult) -> str:
+    tag = "" if run.fidelity.faithful else "  [UNFAITHFUL]"
+    return f"{run.scheme} (seed {run.seed}){tag}"
 
 
-def _flows(run: dict) -> list[dict]:
-    return RunFolder(run["rundir"]).flows()
+def _flows(run: RunResult) -> list[metrics.Transfer]:
+    return RunFolder(run.rundir).flows()
 
 
-def _first_seed_runs(runs: list[dict]) -> list[dict]:
+def _first_seed_runs(runs: list[RunResult]) -> list[RunResult]:
     seen, out = set(), []
     for r in runs:
-        if r["scheme"] not in seen:
-            seen.add(r["scheme"])
+        if r.scheme not in seen:
+            seen.add(r.scheme)
             out.append(r)
     return out
 
 
-def plot_all(out_dir: str, runs: list[dict], folder: RunFolder) -> list[str]:
+def plot_all(out_dir: str, runs: list[RunResult], folder: RunFolder) -> list[str]:
     """The run set's plots (``folder``: one of its runs, for the plan they share)."""
     plan = folder.plan
     rate, mtu = plan.link_rate_bps, plan.mtu_bytes
     dilation = plan.scale.dilation                 # emulated rates x D = the real scale's
     shown = _first_seed_runs(runs)
     flows = {id(r): _flows(r) for r in shown}
-    job = runs[0]["jobs"][0]["job"]
+    job = runs[0].jobs[0].job
     t0 = {id(r): min((f.t_start for f in flows[id(r)] if f.job == job), default=0.0)
           for r in shown}
     paths = []
@@ -77,7 +79,7 @@ def plot_all(out_dir: str, runs: list[dict], folder: RunFolder) -> list[str]:
 
     # Throughput timeline per job (and their total with several jobs: paper Fig 7a), one
     # panel per scheme, from the first packet of any job.
-    njobs = len(runs[0]["jobs"])
+    njobs = len(runs[0].jobs)
     fig, axes = plt.subplots(len(shown) if njobs > 1 else 1, 1, squeeze=False,
                              figsize=(12, 3.0 + (2.2 * (len(shown) - 1) if njobs > 1 else 0.8)))
     for k, r in enumerate(shown):
@@ -90,12 +92,12 @@ def plot_all(out_dir: str, runs: list[dict], folder: RunFolder) -> list[str]:
                 ax.plot((ts - start) * 1e3, bps * dilation / 1e9, color="0.55", lw=3.5,
                         alpha=0.6,
                         label="total")
-        for i, j in enumerate(r["jobs"]):
-            ts, bps = metrics.throughput_timeline(flows[id(r)], j["job"], 0.05, start, end)
+        for i, j in enumerate(r.jobs):
+            ts, bps = metrics.throughput_timeline(flows[id(r)], j.job, 0.05, start, end)
             if len(ts):
                 ax.plot((ts - start) * 1e3, bps * dilation / 1e9,
-                        label=f"job {j['job']}" if njobs > 1 else f"{_label(r)} job {j['job']}",
-                        color=f"C{i}" if njobs > 1 else COLORS.get(r["scheme"]))
+                        label=f"job {j.job}" if njobs > 1 else f"{_label(r)} job {j.job}",
+                        color=f"C{i}" if njobs > 1 else COLORS.get(r.scheme))
         if njobs > 1:
             ax.set_title(f"{_label(r)}: throughput per job and total (50 ms bins)", fontsize=10)
         else:
@@ -110,25 +112,26 @@ def plot_all(out_dir: str, runs: list[dict], folder: RunFolder) -> list[str]:
     # max step overlap (Fig 4b), CCT (Fig 5), span of the last step (Fig 7b).
     # Only faithful runs' numbers (as the medians); what is left out is counted in the
     # legend: failed collectives (no CCT) and every collective of an unfaithful run.
-    per_scheme = defaultdict(lambda: {"overlap": [], "cct": [], "span": [], "left_out": 0})
+    per_scheme = defaultdict(_Samples)
     for r in runs:
-        if not r["fidelity"]["faithful"]:
-            per_scheme[r["scheme"]]["left_out"] += sum(len(j["collectives"]) for j in r["jobs"])
+        v = per_scheme[r.scheme]
+        if not r.fidelity.faithful:
+            v.left_out += sum(len(j.collectives) for j in r.jobs)
             continue
-        for j in r["jobs"]:
-            per_scheme[r["scheme"]]["overlap"].append(j["max_step_overlap"])
-            per_scheme[r["scheme"]]["cct"] += [c["cct_s"] for c in j["collectives"] if c["cct_s"]]
-            per_scheme[r["scheme"]]["span"].append(j["last_step_span_s"])
-    if any(len(v["cct"]) > 1 for v in per_scheme.values()):
+        for j in r.jobs:
+            v.overlap.append(j.max_step_overlap)
+            v.cct += [c.cct_s for c in j.collectives if c.cct_s]
+            v.span.append(j.last_step_span_s)
+    if any(len(v.cct) > 1 for v in per_scheme.values()):
         fig, axes = plt.subplots(1, 3, figsize=(15, 4))
         panels = [("overlap", 1, "max step overlap (per job and seed)"),
                   ("cct", 1e3, "CCT (ms, emulated; every collective of every seed)"),
                   ("span", 1e3, "span of the last step (ms, emulated; per job and seed)")]
         for ax, (key, unit, xlabel) in zip(axes, panels):
             for s, v in per_scheme.items():
-                if v[key]:
-                    x, y = metrics.cdf(np.array(v[key]) * unit)
-                    out = f", {v['left_out']} left out" if v["left_out"] else ""
+                if getattr(v, key):
+                    x, y = metrics.cdf(np.array(getattr(v, key)) * unit)
+                    out = f", {v.left_out} left out" if v.left_out else ""
                     ax.step(x, y, where="post", label=f"{s} (n = {len(x)}{out})",
                             color=COLORS.get(s))
             ax.set_xlabel(xlabel)
@@ -137,38 +140,47 @@ def plot_all(out_dir: str, runs: list[dict], folder: RunFolder) -> list[str]:
             ax.legend(fontsize=8)
         fig.tight_layout()
         paths.append(_save(fig, out_dir, "cdfs.png"))
-    if any(r.get("split") for r in runs):
+    if any(r.split for r in runs):
         paths.append(plot_split(runs, os.path.join(out_dir, "split.png")))
     return paths
 
 
-def plot_split(runs: list[dict], path: str) -> str:
+@dataclass
+class _Samples:
+    """A scheme's samples for the CDFs, and how many collectives were left out."""
+    overlap: list = field(default_factory=list)
+    cct: list = field(default_factory=list)
+    span: list = field(default_factory=list)
+    left_out: int = 0
+
+
+def plot_split(runs: list[RunResult], path: str) -> str:
     """Where the time goes (emulator.analysis.split): per scheme, the medians of the
     lockstep bound, the model on the runs' own paths (max-min, ideal-priority) and the
     emulated CCT; and every collective's routing x against its transport x."""
-    by = defaultdict(lambda: defaultdict(list))
+    colls = defaultdict(list)                 # scheme -> every split.CollectiveSplit
     for r in runs:
-        for j in (r.get("split") or {}).get("jobs", []):
-            for c in j["collectives"]:
-                for k, v in c.items():
-                    if v is not None:
-                        by[r["scheme"]][k].append(v)
+        for j in r.split.jobs if r.split else []:
+            colls[r.scheme] += j.collectives
+
+    def values(s: str, k: str) -> list[float]:
+        return [getattr(c, k) for c in colls[s] if getattr(c, k) is not None]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.5))
     kinds = [("bound_s", "lockstep bound"), ("fluid_s", "model, max-min (same paths)"),
              ("ideal_s", "model, ideal-priority (same paths)"), ("emulated_s", "emulated")]
     width = 0.8 / len(kinds)
-    schemes = list(by)
+    schemes = [s for s, cs in colls.items() if cs]
     for i, (k, label) in enumerate(kinds):
         a1.bar([x + i * width for x in range(len(schemes))],
-               [np.median(by[s][k]) * 1e3 if by[s][k] else 0 for s in schemes], width,
-               label=label, color=f"C{i}")
+               [np.median(values(s, k)) * 1e3 if values(s, k) else 0 for s in schemes],
+               width, label=label, color=f"C{i}")
     a1.set_xticks([x + 0.4 - width / 2 for x in range(len(schemes))], schemes)
     a1.set_ylabel("median CCT (ms, emulated)")
     a1.set_title("emulated = bound x routing x transport")
     a1.set_ylim(0, a1.get_ylim()[1] * 1.35)
     a1.legend(fontsize=8, loc="upper left", ncol=2)
     for s in schemes:
-        a2.scatter(by[s]["routing_x"], by[s]["transport_x"], s=14, label=s,
+        a2.scatter(values(s, "routing_x"), values(s, "transport_x"), s=14, label=s,
                    color=COLORS.get(s), alpha=0.7)
     a2.axhline(1, color="k", lw=0.8, ls=":")
     a2.axvline(1, color="k", lw=0.8, ls=":")
@@ -191,7 +203,7 @@ def plot_overlap_and_rate(curves: list, job: int, rate: float, mtu: int, path: s
         if len(ts):
             a1.step((ts - t0) * 1e3, vs, where="post", label=label, color=color)
         sc = metrics.step_completion(flows, job, rate, lambda b: wire_bytes(b, mtu))
-        a2.plot(range(len(sc["steps"])), sc["normalized_rate"], ".-", label=label, color=color)
+        a2.plot(range(len(sc.steps)), sc.normalized_rate, ".-", label=label, color=color)
     a1.axhline(1, color="k", lw=0.8, ls=":", label="theoretical (lockstep)")
     a1.set_xlabel("time since the job's first packet (ms, emulated)")
     a1.set_ylabel("degree of step overlap (1 = lockstep)")
@@ -209,16 +221,16 @@ def plot_overlap_and_rate(curves: list, job: int, rate: float, mtu: int, path: s
     return path
 
 
-def plot_sweep(out_dir: str, points: list[tuple[str, dict, RunFolder]]) -> str | None:
+def plot_sweep(out_dir: str, points: list[tuple[str, RunResult, RunFolder]]) -> str | None:
     """One overlap / step-rate plot across a sweep's points (first run of each)."""
     curves = []
     for label, run, folder in points:
-        if run["jobs"]:
-            curves.append((f"{label} ({run['scheme']})", run, _flows(run), folder.plan))
+        if run.jobs:
+            curves.append((f"{label} ({run.scheme})", run, _flows(run), folder.plan))
     if not curves:
         return None
     plan = curves[0][3]
-    return plot_overlap_and_rate([c[:3] for c in curves], curves[0][1]["jobs"][0]["job"],
+    return plot_overlap_and_rate([c[:3] for c in curves], curves[0][1].jobs[0].job,
                                  plan.link_rate_bps, plan.mtu_bytes,
                                  os.path.join(out_dir, "sweep_overlap_and_step_rate.png"))
 

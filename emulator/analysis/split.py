@@ -27,6 +27,8 @@ from dataclasses import replace
 
 from emulator import plan as planning
 from emulator.analysis import metrics
+from emulator.analysis.summary import (BASELINE, SIMULATED, CollectiveSplit, JobSplit,
+                                       MessageSplit, Split)
 from emulator.model import simulate
 from emulator.model.from_plan import model_inputs
 from emulator.plan.layout import collective_bytes, theoretical_cct_s, wire_bytes
@@ -46,6 +48,7 @@ STATIC_CLEAN_ROUTING_MAX = 1.02
 # same paths (docs/architecture.md, "The flow-level model"). So each replay also runs the
 # baseline with this many other streams, and the job's line gives their range.
 TIMING_REPLICAS = 4
+IDEAL = "ideal-priority"    # the model's scheme: the job's lowest active step first
 
 
 def port_neighbors(fab) -> dict[str, dict[str, str]]:
@@ -103,15 +106,15 @@ def _twin(run: RunFolder, paths: dict):
     if not folder.done:
         man, plan = run.manifest, run.plan
         try:
-            check(man["spec_path"], plan)
-            simulate_plan(plan, man["spec"], man["spec_path"], folder.path,
+            check(man.spec_path, plan)
+            simulate_plan(plan, man.spec, man.spec_path, folder.path,
                           by_sport(plan, paths), host_delay_s=0.0)
         except SimError as e:
             return None, str(e).split(": ", 1)[-1]
     return metrics.collective_times(folder.host_records(CollectiveDone)), None
 
 
-def replay(run: RunFolder, twin: bool = True) -> dict | None:
+def replay(run: RunFolder, twin: bool = True) -> Split | None:
     """The split of one emulated run, or None when its agents recorded no paths. With
     ``twin``, also the run simulated on its own paths (``emulator.sim``): emulated /
     simulated is what the emulation itself added to the same code on the same paths."""
@@ -130,41 +133,41 @@ def replay(run: RunFolder, twin: bool = True) -> dict | None:
                         background=inp.background, link_events=inp.link_events, paths=paths,
                         per_step_sport=inp.per_step_sport, messages=inp.messages,
                         post_delay_s=inp.post_delay_s)
-    fluid = {scheme: model(scheme, seed) for scheme in ("baseline", "ideal-priority")}
-    timing = [model("baseline", random.Random(f"{seed}/timing/{k}"))
+    fluid = {scheme: model(scheme, seed) for scheme in (BASELINE, IDEAL)}
+    timing = [model(BASELINE, random.Random(f"{seed}/timing/{k}"))
               for k in range(TIMING_REPLICAS if plan.layouts and inp.post_delay_s else 0)]
     sim, why_not = _twin(run, paths) if twin else (None, "not asked")
-    out = {"paths_recorded": len(paths), "flows": len(run.host_records(FlowSent)),
-           "jobs": _job_splits(run, plan, fluid, timing, sim),
-           "not_modelled": list(inp.not_modelled), "twin": why_not or "simulated"}
+    jobs = _job_splits(run, plan, fluid, timing, sim)
+    messages = _message_splits(run, plan, inp.messages, fluid) if inp.messages else []
     # Emulation error: under static routing, a job the model sees no congestion in should
     # take the model's time. Judged on the job's span, not per collective: a collective's
     # CCT spans all the job's rings, and their skew (each ring a few % off the bound,
     # drifting apart over many back-to-back buckets) would count a small bucket's CCT many
     # times its own length.
-    if inp.messages:
-        out["messages"] = _message_splits(run, plan, inp.messages, fluid)
-    out["emulation_error_x"] = (static_error_x(out["jobs"], out.get("messages", []))
-                                if plan.fabric.routing == "static" else None)
-    return out
+    return Split(paths_recorded=len(paths), flows=len(run.host_records(FlowSent)),
+                 jobs=jobs, not_modelled=list(inp.not_modelled),
+                 twin=why_not or SIMULATED, messages=messages,
+                 emulation_error_x=(static_error_x(jobs, messages)
+                                    if plan.fabric.routing == "static" else None))
 
 
-def static_error_x(jobs: list[dict], messages: list[dict] = ()) -> float | None:
+def static_error_x(jobs: list[JobSplit], messages: list[MessageSplit] = ()) -> float | None:
     """Emulated over fluid time, the worst over the jobs (their span) and messages the
     model sees no congestion in (``STATIC_CLEAN_ROUTING_MAX``), or None if it sees
     congestion in all of them: what the emulation itself added, under static routing."""
-    clean = [j["emulated_jct_s"] / j["fluid_jct_s"] for j in jobs
-             if j["emulated_jct_s"] and j["fluid_jct_s"]
-             and all(c["routing_x"] is not None and c["routing_x"] <= STATIC_CLEAN_ROUTING_MAX
-                     for c in j["collectives"])]
-    clean += [m["transport_x"] for m in messages
-              if m["transport_x"] and m["routing_x"] is not None
-              and m["routing_x"] <= STATIC_CLEAN_ROUTING_MAX]
+    clean = [j.emulated_jct_s / j.fluid_jct_s for j in jobs
+             if j.emulated_jct_s and j.fluid_jct_s
+             and all(c.routing_x is not None and c.routing_x <= STATIC_CLEAN_ROUTING_MAX
+                     for c in j.collectives)]
+    clean += [m.transport_x for m in messages
+              if m.transport_x and m.routing_x is not None
+              and m.routing_x <= STATIC_CLEAN_ROUTING_MAX]
     return max(clean) if clean else None
 
 
-def _job_splits(run: RunFolder, plan, fluid: dict, timing=(), sim=None) -> list[dict]:
-    colls = {s: metrics.collective_times(r.collectives) for s, r in fluid.items()}
+def _job_splits(run: RunFolder, plan, fluid: dict, timing=(), sim=None) -> list[JobSplit]:
+    baseline, ideal = (metrics.collective_times(fluid[s].collectives)
+                       for s in (BASELINE, IDEAL))
     others = [metrics.collective_times(r.collectives) for r in timing]
     emulated = metrics.collective_times(run.host_records(CollectiveDone))
     jobs = []
@@ -173,34 +176,33 @@ def _job_splits(run: RunFolder, plan, fluid: dict, timing=(), sim=None) -> list[
         for p in range(lay.passes):
             bound = theoretical_cct_s(lay, plan.link_rate_bps, plan.mtu_bytes,
                                       nbytes=collective_bytes(lay, p))
-            e = emulated.get((lay.job, p))
-            f = colls["baseline"].get((lay.job, p))
-            i = colls["ideal-priority"].get((lay.job, p))
-            c = {"pass": p, "bound_s": bound, "fluid_s": f and f["cct_s"],
-                 "ideal_s": i and i["cct_s"], "emulated_s": e and e["cct_s"]}
-            c.update(_factors(c))
+            e, f, i = (c.get((lay.job, p)) for c in (emulated, baseline, ideal))
+            fluid_s, ideal_s, emulated_s = f and f.cct_s, i and i.cct_s, e and e.cct_s
+            twin = {}
             if sim is not None:
                 t = sim.get((lay.job, p))
-                c["sim_s"] = t and t["cct_s"]
-                c["emulation_x"] = (c["emulated_s"] / c["sim_s"]
-                                    if c["emulated_s"] and c["sim_s"] else None)
-            out.append(c)
+                sim_s = t and t.cct_s
+                twin = {"twinned": True, "sim_s": sim_s,
+                        "emulation_x": emulated_s / sim_s if emulated_s and sim_s else None}
+            out.append(CollectiveSplit(pass_index=p, bound_s=bound, fluid_s=fluid_s,
+                                       ideal_s=ideal_s, emulated_s=emulated_s,
+                                       **_factors(bound, fluid_s, ideal_s, emulated_s),
+                                       **twin))
         # the job's span, the same way for all three: first collective's start to the
         # last one's end (a training job's compute before its first all-reduce is out)
-        fluid_jct = _span(colls["baseline"], lay.job)
+        fluid_jct = _span(baseline, lay.job)
         spread = [fluid_jct] + [_span(c, lay.job) for c in others] if others else []
         spread = [x for x in spread if x is not None]
-        jobs.append({"job": lay.job, "collectives": out,
-                     "fluid_jct_s": fluid_jct,
-                     # the baseline's job time under other hosts' timing draws (min, max)
-                     "fluid_jct_range_s": [min(spread), max(spread)] if spread else None,
-                     "ideal_jct_s": _span(colls["ideal-priority"], lay.job),
-                     "emulated_jct_s": _span(emulated, lay.job),
-                     "sim_jct_s": _span(sim, lay.job) if sim is not None else None})
+        jobs.append(JobSplit(
+            job=lay.job, collectives=out, fluid_jct_s=fluid_jct,
+            # the baseline's job time under other hosts' timing draws (min, max)
+            fluid_jct_range_s=[min(spread), max(spread)] if spread else None,
+            ideal_jct_s=_span(ideal, lay.job), emulated_jct_s=_span(emulated, lay.job),
+            sim_jct_s=_span(sim, lay.job) if sim is not None else None))
     return jobs
 
 
-def _message_splits(run: RunFolder, plan, messages, fluid: dict) -> list[dict]:
+def _message_splits(run: RunFolder, plan, messages, fluid: dict) -> list[MessageSplit]:
     """Per plain message: alone at line rate (bound), max-min and ideal-priority on its
     recorded path, and its emulated flow time, each from its own posting time."""
     ips = {h: c.ip for h, c in plan.hosts.items()}
@@ -214,13 +216,13 @@ def _message_splits(run: RunFolder, plan, messages, fluid: dict) -> list[dict]:
     out = []
     for m in messages:
         e = measured.get(_key(m, ips))
-        c = {"src": m.src, "dst": m.dst, "src_ip": ips[m.src], "dst_ip": ips[m.dst],
-             "job": m.job, "step": m.step,
-             "bound_s": wire_bytes(m.nbytes, plan.mtu_bytes) * 8 / plan.link_rate_bps,
-             "fluid_s": fct(fluid["baseline"], m), "ideal_s": fct(fluid["ideal-priority"], m),
-             "emulated_s": e and e.t_end - e.t_start}
-        c.update(_factors(c))
-        out.append(c)
+        bound = wire_bytes(m.nbytes, plan.mtu_bytes) * 8 / plan.link_rate_bps
+        fluid_s, ideal_s = fct(fluid[BASELINE], m), fct(fluid[IDEAL], m)
+        emulated_s = e and e.t_end - e.t_start
+        out.append(MessageSplit(src=m.src, dst=m.dst, src_ip=ips[m.src], dst_ip=ips[m.dst],
+                                job=m.job, step=m.step, bound_s=bound, fluid_s=fluid_s,
+                                ideal_s=ideal_s, emulated_s=emulated_s,
+                                **_factors(bound, fluid_s, ideal_s, emulated_s)))
     return out
 
 
@@ -228,16 +230,17 @@ def _key(m, ips) -> tuple:
     return (m.job, m.channel, m.step & wire.STEP_MASK, ips[m.src], ips[m.dst])
 
 
-def _factors(c: dict) -> dict:
-    b, f, e = c["bound_s"], c["fluid_s"], c["emulated_s"]
+def _factors(b, f, i, e) -> dict:
+    """routing x, transport x and the ideal gain of a bound ``b``, fluid ``f``, ideal
+    ``i`` and emulated ``e`` time, by their fields' names."""
     return {"routing_x": f / b if f and b else None,
             "transport_x": e / f if e and f else None,
-            "ideal_gain": 1 - c["ideal_s"] / f if c["ideal_s"] and f else None}
+            "ideal_gain": 1 - i / f if i and f else None}
 
 
 def _span(colls: dict, job: int) -> float | None:
     mine = [c for (j, _), c in colls.items() if j == job]
-    return max(c["end_s"] for c in mine) - min(c["start_s"] for c in mine) if mine else None
+    return max(c.end_s for c in mine) - min(c.start_s for c in mine) if mine else None
 
 
 def twin_paths(run_set: str, spec, scheme: str, seed: int) -> dict:
@@ -252,9 +255,9 @@ def twin_paths(run_set: str, spec, scheme: str, seed: int) -> dict:
     if not os.path.isdir(run_set):
         raise SimError(f"--paths {run_set}: no such folder (give an emulated run set, the "
                        "--out of `symphony-emu run`)")
-    runs = [r for r in run_folders(run_set) if r.manifest.get("seed") == seed
-            and r.manifest.get("backend", "emulation") == "emulation"]
-    runs.sort(key=lambda r: r.manifest.get("scheme") != scheme)
+    runs = [r for r in run_folders(run_set) if r.manifest.seed == seed
+            and r.manifest.backend == "emulation"]
+    runs.sort(key=lambda r: r.manifest.scheme != scheme)
     if not runs:
         raise SimError(f"--paths {run_set}: no emulated run of seed {seed} in it")
     run = runs[0]

@@ -19,7 +19,10 @@ collective whose result was wrong (that one is an error, not just unfaithful).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cluster import placement
+from emulator.analysis.summary import Fidelity, Transport
 from emulator.measurements import AgentMeasurements, Measurements
 from emulator.plan.layout import wire_bytes
 from topologies.wiring import L2_BURST_BYTES
@@ -83,8 +86,8 @@ def _on(node: str, server_of: dict | None) -> str:
 
 
 def fidelity(meas: Measurements, rate_bps: float, mtu: int, ratios: list, wrong: list,
-             transport: dict | None = None, lossy: bool = False,
-             floors: list | None = None, server_of: dict | None = None) -> dict:
+             transport: Transport | None = None, lossy: bool = False,
+             floors: list | None = None, server_of: dict | None = None) -> Fidelity:
     """The run's verdict: a reason for each way its emulation can be trusted less
     (``server_of``: host -> server, when the fabric spans several)."""
     reasons = []
@@ -181,10 +184,10 @@ def fidelity(meas: Measurements, rate_bps: float, mtu: int, ratios: list, wrong:
     if host_drops:
         reasons.append(f"hosts' sockets dropped {host_drops} packets (a rank process fell "
                        f"behind reading them: CPU)")
-    if transport and transport["timeouts"] and not lossy and not switch_losses(meas) \
+    if transport and transport.timeouts and not lossy and not switch_losses(meas) \
             and not host_drops:
-        reasons.append(f"{transport['timeouts']} retransmission timeouts although no switch "
-                       f"dropped a packet: go-back-N resent {transport['retransmits']} packets "
+        reasons.append(f"{transport.timeouts} retransmission timeouts although no switch "
+                       f"dropped a packet: go-back-N resent {transport.retransmits} packets "
                        f"that were only late (delayed past transport.rto_us: an emulation stall, or "
                        f"an RTO below the queueing delay)")
     if meas.unfinished_flows:
@@ -208,31 +211,32 @@ def fidelity(meas: Measurements, rate_bps: float, mtu: int, ratios: list, wrong:
     lags = [s.rx_lag for s in meas.rank_summaries.values() if s.rx_lag]
     lagged = sum(x["packets"] for x in lags)
     rx_lag = sum(x["mean_s"] * x["packets"] for x in lags) / lagged if lagged else None
-    return {"faithful": not reasons and not wrong, "reasons": reasons, "errors": wrong,
-            "cpu_busy": cpu, "cpu_steal": steal, "cpu_busy_servers": meas.cpu_busy_servers,
-            "nfqueue_drops": drops, "pacing_mean_late_s": pacing,
-            "start_offset_max_s": start_offset,
-            "clock_bound_max_s": farthest.bound_s if farthest is not None else None,
-            "agent_hold_mean_s": hold,
-            "agent_hold_frames": hold / frame_s if hold is not None else None,
-            "host_rx_lag_mean_s": rx_lag,
-            "host_rx_lag_frames": rx_lag / frame_s if rx_lag is not None else None,
-            "cct_ratio_min": min(ratios) if ratios else None,
-            "cct_ratio_max": max(ratios) if ratios else None,
-            "queue_err_mean_bytes_max": queue_err[worst] if worst else None,
-            "busy_util_min": min(utils.values()) if utils else None,
-            "busy_util_max": max(utils.values()) if utils else None}
+    return Fidelity(
+        faithful=not reasons and not wrong, reasons=reasons, errors=wrong,
+        cpu_busy=cpu, cpu_steal=steal, cpu_busy_servers=meas.cpu_busy_servers,
+        nfqueue_drops=drops, pacing_mean_late_s=pacing, start_offset_max_s=start_offset,
+        clock_bound_max_s=farthest.bound_s if farthest is not None else None,
+        agent_hold_mean_s=hold, agent_hold_frames=hold / frame_s if hold is not None else None,
+        host_rx_lag_mean_s=rx_lag,
+        host_rx_lag_frames=rx_lag / frame_s if rx_lag is not None else None,
+        cct_ratio_min=min(ratios) if ratios else None,
+        cct_ratio_max=max(ratios) if ratios else None,
+        queue_err_mean_bytes_max=queue_err[worst] if worst else None,
+        busy_util_min=min(utils.values()) if utils else None,
+        busy_util_max=max(utils.values()) if utils else None,
+        perturbations=[e.what for e in meas.perturbations],
+        perturbation_effects=list(meas.perturbation_effects))
 
 
-def judge_emulation_error(fid: dict, err: float | None) -> None:
-    """Add the emulation-error check to a verdict made by :func:`fidelity`: ``err`` is
-    the replay's emulated / fluid time where the model saw no congestion (None: it saw
-    some everywhere, or routing was not static)."""
-    fid["emulation_error_x"] = err
-    if err is not None and err > STATIC_ERROR_MAX:
-        fid["reasons"].append(
-            f"static routing, no congestion in the flow-level model, yet the job took "
-            f"{err:.2f}x its fluid time on the same paths (> {STATIC_ERROR_MAX:g}): "
-            f"emulation error (the model has no per-hop frame delay: it counts where steps "
-            f"are a few frames long)")
-        fid["faithful"] = False
+def judge_emulation_error(fid: Fidelity, err: float | None) -> Fidelity:
+    """A verdict made by :func:`fidelity` with the emulation-error check: ``err`` is the
+    replay's emulated / fluid time where the model saw no congestion (None: it saw some
+    everywhere, or routing was not static)."""
+    fid = replace(fid, judged_emulation=True, emulation_error_x=err)
+    if err is None or err <= STATIC_ERROR_MAX:
+        return fid
+    return replace(fid, faithful=False, reasons=fid.reasons + [
+        f"static routing, no congestion in the flow-level model, yet the job took "
+        f"{err:.2f}x its fluid time on the same paths (> {STATIC_ERROR_MAX:g}): "
+        f"emulation error (the model has no per-hop frame delay: it counts where steps "
+        f"are a few frames long)"])

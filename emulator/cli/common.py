@@ -6,8 +6,12 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from emulator import home
+
+if TYPE_CHECKING:
+    from emulator.analysis.summary import Summary
 
 
 def out_dir(arg: str | None, name: str) -> str:
@@ -90,7 +94,7 @@ def progress_printer(label: str, unit: str = "steps"):
     return show
 
 
-def print_results(summary: dict, dilation: float, fmt: str) -> None:
+def print_results(summary: Summary, dilation: float, fmt: str) -> None:
     """The results as our tables (``table``) or as nccl-tests prints its own (``nccl-tests``:
     their columns and footer; the verdicts after them either way)."""
     from emulator.analysis import console, nccl

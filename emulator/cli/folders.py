@@ -22,12 +22,12 @@ def cmd_report(args) -> int:
     except (FileNotFoundError, DamagedRun, OlderRun, RecordError) as e:
         print(f"symphony-emu report: {e}", file=sys.stderr)
         return 2
-    print_results(summary, summary["scale"]["dilation"], args.format)
-    for p in summary.get("plots", []):
+    print_results(summary, summary.scale.dilation, args.format)
+    for p in summary.plots:
         print(f"plot: {p}")
-    for d in summary.get("damaged", []):      # also on stderr, and the exit code says it
-        print(f"symphony-emu report: {d['why']} (left out of the report)", file=sys.stderr)
-    return 1 if summary.get("damaged") else 0
+    for d in summary.damaged:      # also on stderr, and the exit code says it
+        print(f"symphony-emu report: {d.why} (left out of the report)", file=sys.stderr)
+    return 1 if summary.damaged else 0
 
 
 def cmd_clean(args) -> int:
@@ -60,16 +60,18 @@ def cmd_clean(args) -> int:
 
 
 def cmd_upgrade(args) -> int:
-    from emulator.upgrade import upgrade
+    from emulator.upgrade import upgrade, upgrade_summaries
     failed_any = False
     for d in args.dirs:
         if not os.path.isdir(d):
             print(f"symphony-emu upgrade: {d}: not a folder", file=sys.stderr)
             return 2
         done, current, failed = upgrade(d)
+        sdone, scurrent, sfailed = upgrade_summaries(d)
         print(f"{d}: {len(done)} run folders upgraded, {len(current)} already current, "
-              f"{len(failed)} left as they were")
-        for path, why in failed:
+              f"{len(failed)} left as they were; {len(sdone)} summaries upgraded, "
+              f"{len(scurrent)} already current, {len(sfailed)} left as they were")
+        for path, why in failed + sfailed:
             print(f"  {path}: {why}", file=sys.stderr)
-        failed_any |= bool(failed)
+        failed_any |= bool(failed or sfailed)
     return 1 if failed_any else 0

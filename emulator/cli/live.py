@@ -298,7 +298,7 @@ class SymphonyCLI(CLI):
                 raise CommandError(f"run{i} is still running (`jobs`)")
             summary = self.session.finish(r)
             console.print_tables(summary, self.session.spec.scale.dilation)
-            for p in summary.get("plots", []):
+            for p in summary.plots:
                 output(f"plot: {p}\n")
         self._guard(run, line)
 

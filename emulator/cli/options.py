@@ -193,12 +193,15 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
                          "made once and kept in <run>/twin/)")
     rp.set_defaults(func=run["report"], needs_root=False)
     up = sub.add_parser(
-        "upgrade", help="bring run folders written by an older version to this run format",
+        "upgrade", help="bring run folders and summaries written by an older version to "
+                        "this format",
         description="Finds every run folder under each DIR (twins included) and converts "
                     "those of an older run format in place: the manifest gets the compiled "
                     "run plan (the stored spec compiled again, kept only if it matches what "
-                    "the folder recorded of its plan), the records their current names. A "
-                    "folder that cannot be converted is named with why and left as it was. "
+                    "the folder recorded of its plan), the records their current names; "
+                    "and every summary.json of an older summary format, the keys an older "
+                    "report left out filled with what their absence meant. A folder or "
+                    "summary that cannot be converted is named with why and left as it was. "
                     "Then `report` reads them (emulator/upgrade.py says what changes).")
     up.add_argument("dirs", nargs="+", metavar="DIR")
     up.set_defaults(func=run["upgrade"], needs_root=False)

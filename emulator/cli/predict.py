@@ -57,6 +57,6 @@ def cmd_predict(args) -> int:
     print_results(summary, spec.scale.dilation, args.format)
     print(f"\n{len(schemes) * len(seeds)} model runs in {wall:.1f} s; summary: "
           f"{os.path.join(out, 'summary.json')}")
-    for p in summary.get("plots", []):
+    for p in summary.plots:
         print(f"plot:    {p}")
     return 0

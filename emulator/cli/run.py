@@ -74,18 +74,18 @@ def cmd_run(args) -> int:
         return 2
     summary = report.summarize(out, plots=not args.no_plots)
     if sequential is not None:
-        summary["sequential"] = sequential
+        summary.sequential = sequential
         report.write_summary(out, summary)
     print()
     print_results(summary, spec.scale.dilation, args.format)
     if spec.raw.get("variants"):
         print(f"\n(this spec has [[variants]]; `symphony-emu sweep {args.spec}` runs them all)")
     print(f"\nsummary: {os.path.join(out, 'summary.json')}")
-    for p in summary.get("plots", []):
+    for p in summary.plots:
         print(f"plot:    {p}")
     if sequential is not None:
         print(f"\nuntil decided: {sequential['text']}")
-    bad = [r for r in summary["runs"] if not r["fidelity"]["faithful"]]
+    bad = [r for r in summary.runs if not r.fidelity.faithful]
     return 1 if bad else 0
 
 
@@ -109,9 +109,9 @@ def _until_decided(args, spec, schemes, seeds, out, run_seeds) -> dict:
         run_seeds(range(first + done, first + n))
         done = n
         summary = report.summarize(out, plots=False, exports=False, twin=False)
-        good = [r for r in summary["runs"] if r["fidelity"]["faithful"]]
+        good = [r for r in summary.runs if r.fidelity.faithful]
         ev = evidence(good, primary, conf)
-        verdicts = {s: e[primary]["verdict"] for s, e in ev.items() if primary in e}
+        verdicts = {s: e[primary].verdict for s, e in ev.items() if primary in e}
         record.append({"pairs": n, "verdicts": verdicts})
         print(f"look at {n} seeds ({conf:.2%}): " + ", ".join(
             f"{s} {v}" for s, v in verdicts.items()), flush=True)

@@ -97,31 +97,31 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
     backend.run(todo, opts, progress)
     for label, _, pdir, _ in made:
         summary = report.summarize(pdir, plots=plots)
-        if summary.get("evidence"):
+        if summary.evidence:
             print(f"{label}:")
             print_evidence(summary)
-        if summary["runs"]:
-            firsts.append((label, summary["runs"][0], run_folders(pdir)[0]))
-        for r in summary["runs"]:
-            row = {"point": label, "scheme": r["scheme"], "seed": r["seed"],
-                   "faithful": r["fidelity"]["faithful"]}
+        if summary.runs:
+            firsts.append((label, summary.runs[0], run_folders(pdir)[0]))
+        for r in summary.runs:
+            row = {"point": label, "scheme": r.scheme, "seed": r.seed,
+                   "faithful": r.fidelity.faithful}
             row.update(_times(r))
-            row["max_step_overlap"] = max((j["max_step_overlap"] for j in r["jobs"]), default=None)
+            row["max_step_overlap"] = max((j.max_step_overlap for j in r.jobs), default=None)
             # the longest of the jobs' last-step spans (Fig 7b's tail)
-            row["last_step_span_s"] = max((j["last_step_span_s"] for j in r["jobs"]),
+            row["last_step_span_s"] = max((j.last_step_span_s for j in r.jobs),
                                           default=None)
-            row["together_throughput_bps"] = r.get("together_throughput_bps")  # Fig 7a
-            for m in r.get("messages", []):
-                row[f"fct_step{m['step']}_s"] = m["fct_s"]
-            if "overlap_s" in r:
-                row["flow_overlap_s"] = r["overlap_s"]
+            row["together_throughput_bps"] = r.together_throughput_bps  # Fig 7a
+            for m in r.messages:
+                row[f"fct_step{m.step}_s"] = m.fct_s
+            if r.overlap_s is not None:
+                row["flow_overlap_s"] = r.overlap_s
             row.update(_twin(r))
             rows.append(row)
-            for j in r["jobs"] if r["fidelity"]["faithful"] else ():
-                job_rows.append({"point": label, "scheme": r["scheme"], "seed": r["seed"],
-                                 "job": j["job"], "ranks": j["ranks"], "jct_s": j["jct_s"],
-                                 "last_step_span_s": j["last_step_span_s"],
-                                 "max_step_overlap": j["max_step_overlap"]})
+            for j in r.jobs if r.fidelity.faithful else ():
+                job_rows.append({"point": label, "scheme": r.scheme, "seed": r.seed,
+                                 "job": j.job, "ranks": j.ranks, "jct_s": j.jct_s,
+                                 "last_step_span_s": j.last_step_span_s,
+                                 "max_step_overlap": j.max_step_overlap})
     write_table(out, rows)
     if job_rows and any(r["job"] != job_rows[0]["job"] for r in job_rows):
         write_jobs_table(out, job_rows)
@@ -133,23 +133,23 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
     return rows
 
 
-def _times(r: dict) -> dict:
+def _times(r) -> dict:
     """A run's median CCT and its jobs' median JCT (``report.analyze_run``'s)."""
-    ccts = [c["cct_s"] for j in r["jobs"] for c in j["collectives"] if c["cct_s"]]
-    jcts = [j["jct_s"] for j in r["jobs"] if j["jct_s"]]
+    ccts = [c.cct_s for j in r.jobs for c in j.collectives if c.cct_s]
+    jcts = [j.jct_s for j in r.jobs if j.jct_s]
     return {"median_cct_s": float(np.median(ccts)) if ccts else None,
             "jct_s": float(np.median(jcts)) if jcts else None}
 
 
-def _twin(r: dict) -> dict:
+def _twin(r) -> dict:
     """An emulated run's twin (the same code simulated on its recorded paths, made by
     ``report``'s split in ``<run>/twin/``), analysed as the run is, so that its median
     CCT and JCT mean what the row's own do; {} without a twin. (The split's job time is
     the span of the job's collectives; a JCT counts from the job's start, the compute
     before a training job's first all-reduce included.)"""
-    if (r.get("split") or {}).get("twin") != "simulated":
+    if not r.split or r.split.twin != "simulated":
         return {}
-    t = _times(report.analyze_run(os.path.join(r["rundir"], TWIN), twin=False))
+    t = _times(report.analyze_run(os.path.join(r.rundir, TWIN), twin=False))
     return {"twin_median_cct_s": t["median_cct_s"], "twin_jct_s": t["jct_s"]}
 
 
