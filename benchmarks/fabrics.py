@@ -34,7 +34,8 @@ from emulator.launch import sweep                              # noqa: E402
 from emulator.launch.backends import Options                   # noqa: E402
 from emulator.rundir import RunFolder                          # noqa: E402
 
-SPECS = ("table1", "fig4", "fig5", "table1-paper")    # the main job, Figs 4 and 5, Table 1
+# the main job, Figs 4 and 5, and the paper's Table 1 layout in its two forms (SPEC:VARIANT)
+SPECS = ("table1", "fig4:from-start", "fig5", "table1-paper:fig5", "table1-paper:fig4")
 FABRICS = ("drop", "pfc")
 SCHEMES = ("baseline", "symphony", "pq")
 PAIRS = (("symphony", "baseline"), ("pq", "baseline"), ("symphony", "pq"))
@@ -42,11 +43,14 @@ METRICS = (("median_cct_s", "CCT"), ("jct_s", "JCT"))
 
 
 def measure(spec: str, out: str, seeds: int, jobs: int, sets: list[str]) -> dict:
-    """fabric -> scheme -> seed -> the run's row, with its drops and pauses."""
-    where = os.path.join(out, spec)
-    rows = sweep.run_sweep(home.path("runs", spec + ".toml"), where,
+    """fabric -> scheme -> seed -> the run's row, with its drops and pauses; ``spec``:
+    a spec in runs/ by name, or NAME:VARIANT for one of its [[variants]] alone."""
+    name, _, variant = spec.partition(":")
+    where = os.path.join(out, spec.replace(":", "-"))
+    rows = sweep.run_sweep(home.path("runs", name + ".toml"), where,
                            ["topology.flow_control=" + ",".join(FABRICS)], sets,
-                           list(SCHEMES), list(range(1, seeds + 1)), None, None, "sim",
+                           list(SCHEMES), list(range(1, seeds + 1)), None,
+                           [variant] if variant else None, "sim",
                            plots=False, opts=Options(jobs=jobs))
     got: dict = {f: {s: {} for s in SCHEMES} for f in FABRICS}
     for r in rows:
@@ -96,7 +100,7 @@ def table(results: dict) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--spec", action="append", help="a spec in runs/ by name (repeatable; "
+    ap.add_argument("--spec", action="append", help="a spec in runs/ by name, NAME:VARIANT for one variant (repeatable; "
                     f"default: {', '.join(SPECS)})")
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--out", default=home.path("runs", "out", "fabrics"))
