@@ -8,7 +8,7 @@ import pytest
 
 from emulator.analysis.summary import Transport
 from emulator.analysis.verdict import fidelity
-from emulator.measurements import AgentMeasurements, Measurements, UnderlayUse
+from emulator.measurements import AgentMeasurements, Measurements, SimStats, UnderlayUse
 from switch_agent import kernel_queues as kq
 from switch_agent.fidelity import PortFidelity
 from tests.records_util import rank_summary
@@ -304,3 +304,23 @@ def test_on_several_servers_an_agent_check_names_the_switch_server():
         "on average (> 2 frames)",
         "leaf2:leaf2-eth5 (server 1): a busy port sent at 50% of its rate (Mininet-HiFi "
         "invariant: 90%-110%)"]
+
+
+# --- a lossless fabric that dropped -------------------------------------------------------
+
+def _sim(**lossless) -> SimStats:
+    return SimStats(end_s=1.0, events=1, data_packets=1, port_drops=0, no_route_drops=0,
+                    drops_by_port={}, background_rx=0, wall_s=0.1, cpu_s=0.1,
+                    cpu_us_per_data_packet=1.0, **lossless)
+
+
+def test_a_lossless_fabric_that_dropped_is_not_faithful_and_says_why():
+    ok = fidelity(Measurements(sim=_sim(flow_control="pfc", pauses=40)), RATE_BPS, 4096,
+                  [1.2], [])
+    assert ok.faithful, ok.reasons
+    dropped = fidelity(Measurements(sim=_sim(flow_control="pfc", pfc_drops=3)), RATE_BPS,
+                       4096, [1.2], [])
+    assert not dropped.faithful
+    assert dropped.reasons == ["a lossless fabric dropped 3 frames: a switch buffer too "
+                               "small for its ports' headroom ([pfc] buffer_bytes, "
+                               "headroom_bytes)"]

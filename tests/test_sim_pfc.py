@@ -12,12 +12,15 @@ frame, while it sends the rest, W - 2X, so for 2 (W - 2X) / r. With HPCC's defau
 (3355443 B, 3 ports x (8368 + 4096) B: F = 3318051 B) X = 335901 B and each sender is
 paused (2W - 4X) x 8 / r = 1.2532 s."""
 
+import csv
+import json
 import os
 
 import pytest
 
 from emulator import plan as planning
 from emulator.home import root as project_root
+from emulator.analysis import console, export, report
 from emulator.rundir import RunFolder
 from emulator.sim import run as simrun
 from emulator.spec import load
@@ -101,3 +104,41 @@ def test_pq_and_acks_behind_data_are_lossless_too(tmp_path, sets):
     assert meas.sim.pfc_drops == meas.sim.port_drops == 0 and meas.sim.pauses > 0
     recv = RunFolder(str(tmp_path / "run")).host_records(FlowReceived)
     assert sorted(r.bytes for r in recv) == [1 << 20, 1 << 20]
+
+
+def test_a_lossless_run_reports_its_pauses_in_the_summary_tables_trace_and_console(
+        tmp_path, capsys):
+    _, meas, _ = run(tmp_path, [PFC], "pfc")
+    summary = report.summarize(str(tmp_path), plots=False)
+    (r,) = summary.runs
+    assert r.fidelity.faithful, r.fidelity.reasons
+    x = r.lossless
+    assert (x.pauses, x.resumes, x.drops) == (meas.sim.pauses, meas.sim.resumes, 0)
+    assert x.ports_paused == 2 and x.paused_s == pytest.approx(sum(meas.sim.paused_s.values()))
+    assert x.max_paused_s == max(meas.sim.paused_s.values())
+
+    rundir = str(tmp_path / "pfc")
+    export.write_run(rundir, force=True)
+    with open(os.path.join(rundir, "pauses.csv")) as f:
+        rows = list(csv.DictReader(f))
+    for port, paused in meas.sim.paused_s.items():      # every interval, to the ns
+        mine = [row for row in rows if row["port"] == port]
+        assert mine and {row["node"] for row in mine} == {port.split("-")[0]}
+        total = sum(float(row["end_s"]) - float(row["start_s"]) for row in mine)
+        assert total == pytest.approx(paused, abs=1e-6 * len(mine))
+    with open(os.path.join(rundir, "trace.json")) as f:
+        ev = json.load(f)["traceEvents"]
+    slices = [e for e in ev if e.get("cat") == "pfc"]
+    assert len(slices) == len(rows)
+    assert sum(e["dur"] for e in slices) == pytest.approx(x.paused_s * 1e6, rel=1e-6)
+
+    console.print_drops(summary)
+    assert capsys.readouterr().out.strip() == (
+        f"lossless fabric (PFC): 1 of 1 runs paused ({x.pauses} PAUSE frames, 2 ports and "
+        f"{x.paused_s * 1e3:.1f} port-ms paused at most in one run); 0 dropped")
+
+
+def test_a_drop_tail_run_has_no_lossless_part(tmp_path):
+    run(tmp_path, [], "drop")
+    (r,) = report.summarize(str(tmp_path), plots=False).runs
+    assert r.lossless is None

@@ -214,7 +214,20 @@ def _median_of(y: SplitMedians) -> float:
 
 def print_drops(summary: Summary) -> None:
     """How many packets the switches dropped per run (drop-tail buffers and NFQUEUE; the
-    paper's simulator is lossless, PFC, which this kernel's veths cannot give)."""
+    paper's simulator is lossless, PFC: simulated here, ``topology.flow_control``); on a
+    lossless fabric, how often it paused and whether it dropped."""
+    pfc = [r.lossless for r in summary.runs if r.lossless is not None]
+    if pfc:
+        paused = [x for x in pfc if x.pauses]
+        dropped = [x.drops for x in pfc if x.drops]
+        most = (f" ({max(x.pauses for x in paused)} PAUSE frames, "
+                f"{max(x.ports_paused for x in paused)} ports and "
+                f"{max(x.paused_s for x in paused) * 1e3:.1f} port-ms paused at most in "
+                f"one run)") if paused else ""
+        print(f"\nlossless fabric (PFC): {len(paused)} of {len(pfc)} runs paused{most}"
+              + f"; {len(dropped)} dropped"
+              + (f" (at most {max(dropped)} frames: not faithful, a buffer too small for "
+                 f"its headroom)" if dropped else ""))
     if summary.backend != "emulation":
         return
     drops = [(r.scheme, r.transport.switch_drops) for r in summary.runs

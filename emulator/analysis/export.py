@@ -1,5 +1,6 @@
 """A run in the formats researchers' tools read: long-format tables for pandas
-(``flows.csv``, ``steps.csv``, ``ports.csv``, ``kernel_queues.csv``, ``collectives.csv``)
+(``flows.csv``, ``steps.csv``, ``ports.csv``, ``kernel_queues.csv``, ``pauses.csv``,
+``collectives.csv``)
 and a timeline for Perfetto or chrome://tracing (``trace.json``, Chrome's trace-event
 format); nccl-tests' output is ``emulator.analysis.nccl``'s.
 
@@ -28,6 +29,9 @@ kernel_queues.csv  switch, port, t_s, model_bytes (the agent's queue model), ker
            cumulative): the kernel's queue beside the model, every
            ``kernel_sample_interval_s`` (100 ms emulated), ports with a queue in either
            only (emulated runs; the simulator has no kernel)
+pauses.csv node, port, priority, start_s, end_s: each time a lossless fabric's PAUSE
+           stopped that port's priority (``topology.flow_control = "pfc"``; the first
+           10000 a port; empty on a drop-tail fabric). A host's port is its NIC's
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from emulator.analysis.split import recorded_paths, recorded_ports
 from emulator.analysis.summary import RunResult
 from emulator.rundir import RunFolder
 from runtime.records import (Control, FlowReceived, FlowSent, KernelQueue,
-                             PortSample, Window)
+                             PortPause, PortSample, Window)
 from topologies import wiring
 
 
@@ -98,6 +102,7 @@ FLOW_COLUMNS = _columns(FlowRow)
 STEP_COLUMNS = _columns(StepRow)
 PORT_COLUMNS = ("switch", "port", "t_s", "q_bytes", "max_q_bytes", "pkts", "bytes",
                 "marks_red", "marks_symphony", "marks_both", "model_drops", "fault_drops")
+PAUSE_COLUMNS = ("node", "port", "priority", "start_s", "end_s")
 KERNEL_QUEUE_COLUMNS = ("switch", "port", "t_s", "model_bytes", "kernel_bytes", "sent_bytes",
                         "drops")
 COLLECTIVE_COLUMNS = ("job", "pass", "ranks", "bytes", "start_s", "end_s", "cct_s", "bound_s",
@@ -189,6 +194,17 @@ def port_rows(r: _Run) -> list[dict]:
     return rows
 
 
+def pauses(r: _Run) -> list[tuple[str, PortPause]]:
+    """(node, record) of every port a lossless fabric paused or that paused its link."""
+    return [(x.port.rsplit("-", 1)[0], x) for x in r.folder.host_records(PortPause)] + \
+        [(sw, x) for sw in r.switches for x in r.agent(sw, PortPause)]
+
+
+def pause_rows(r: _Run) -> list[dict]:
+    return [{"node": node, "port": x.port, "priority": x.priority, "start_s": r.rel(a),
+             "end_s": r.rel(b)} for node, x in pauses(r) for a, b in x.intervals]
+
+
 def kernel_queue_rows(r: _Run) -> list[dict]:
     return [{"switch": sw, "port": x.port, "t_s": r.rel(x.t_s),
              **{k: getattr(x, k) for k in KERNEL_QUEUE_COLUMNS[3:]}}
@@ -200,13 +216,14 @@ def _blank(x):
 
 
 def write_tables(rundir: str, r: _Run | None = None) -> list[str]:
-    """``flows.csv``, ``steps.csv``, ``ports.csv`` and ``kernel_queues.csv`` in the run
-    folder; their paths."""
+    """``flows.csv``, ``steps.csv``, ``ports.csv``, ``pauses.csv`` and
+    ``kernel_queues.csv`` in the run folder; their paths."""
     r = r or _Run(rundir)
     out = []
     for name, cols, rows in (("flows.csv", FLOW_COLUMNS, map(_csv_row, flow_rows(r))),
                              ("steps.csv", STEP_COLUMNS, map(_csv_row, step_rows(r))),
                              ("ports.csv", PORT_COLUMNS, port_rows(r)),
+                             ("pauses.csv", PAUSE_COLUMNS, pause_rows(r)),
                              ("kernel_queues.csv", KERNEL_QUEUE_COLUMNS,
                               kernel_queue_rows(r))):
         path = os.path.join(rundir, name)
@@ -243,6 +260,7 @@ def write_collectives(run: RunResult) -> str:
 # --- the timeline ------------------------------------------------------------------------
 
 SWITCH_PID0 = 1000            # trace process ids: jobs 1..; switches from here
+PAUSE_PID = SWITCH_PID0 - 1   # the ports a lossless fabric paused
 
 
 def trace(r: _Run) -> dict:
@@ -251,8 +269,9 @@ def trace(r: _Run) -> dict:
     overlap without nesting: as complete ("X") events on one thread they would break the
     importer's stack; async slices, one id per flow, may overlap); a process per switch
     with counters per port (queue, marks by cause) and per job (the tracker's step_min
-    and alpha); instant events for perturbations and for control commands (Symphony
-    switched on or off)."""
+    and alpha); on a lossless fabric a process with a track per paused port, a slice per
+    pause; instant events for perturbations and for control commands (Symphony switched
+    on or off)."""
     us = 1e6
     ev: list[dict] = []
     tracks: dict[tuple, int] = {}
@@ -300,6 +319,15 @@ def trace(r: _Run) -> dict:
                 ev.append({"name": f"symphony {what}", "ph": "i", "s": "p", "pid": pid,
                            "ts": r.rel(x.t_s) * us, "args": {"reply_ok": bool(
                                (x.reply or {}).get("ok"))}})
+    paused = [(node, x) for node, x in pauses(r) if x.intervals]
+    if paused:                      # a lossless fabric: a track per paused port
+        ev.append({"name": "process_name", "ph": "M", "pid": PAUSE_PID,
+                   "args": {"name": "PFC pauses"}})
+    for tid, (node, x) in enumerate(paused):
+        ev.append({"name": "thread_name", "ph": "M", "pid": PAUSE_PID, "tid": tid,
+                   "args": {"name": f"{x.port} priority {x.priority}"}})
+        ev += [{"name": "paused", "cat": "pfc", "ph": "X", "pid": PAUSE_PID, "tid": tid,
+                "ts": r.rel(a) * us, "dur": (b - a) * us} for a, b in x.intervals]
     for p in r.meas.perturbations:
         if p.fired_s is not None:           # None: at set-up, before t = 0
             ev.append({"name": p.what, "cat": "perturbation", "ph": "i", "s": "g",

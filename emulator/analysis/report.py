@@ -20,7 +20,7 @@ from emulator.analysis.stats import median_interval
 from emulator.analysis.evidence import evidence, noise_floor, primary_metric
 from emulator.analysis.summary import (
     BASELINE, COUNTED, SYMPHONY, CollectiveResult, Damaged, Excluded, JobResult, JobRow,
-    Message, PairedSeeds, Quartiles, RunResult, Scaling, SchemeMedians, SchemeSeeds,
+    Lossless, Message, PairedSeeds, Quartiles, RunResult, Scaling, SchemeMedians, SchemeSeeds,
     SeedComparison, SplitMedians, Summary, Transport)
 from emulator.plan.layout import collective_bytes, theoretical_cct_s
 from emulator.spec.schemes import SCHEMES
@@ -79,7 +79,20 @@ def analyze_run(rundir: str, twin: bool = True) -> RunResult:
                      backend=man.backend, twin_of=twin_of(rundir),
                      order=sorted({lay.order for lay in lays}), jobs=jobs,
                      together_throughput_bps=together, transport=transport, fidelity=fid,
-                     replayed=replayed, split=replay, messages=messages, overlap_s=overlap)
+                     replayed=replayed, split=replay, messages=messages, overlap_s=overlap,
+                     lossless=lossless(meas))
+
+
+def lossless(meas) -> Lossless | None:
+    """A lossless fabric's pauses and drops (``measurements.json``'s ``sim``); None on a
+    drop-tail fabric."""
+    sim = meas.sim
+    if sim is None or sim.flow_control != "pfc":
+        return None
+    paused = list(sim.paused_s.values())
+    return Lossless(pauses=sim.pauses, resumes=sim.resumes, ports_paused=len(paused),
+                    paused_s=sum(paused), max_paused_s=max(paused, default=0.0),
+                    drops=sim.pfc_drops)
 
 
 def _jobs(run: RunFolder, flows: list, t0: float, started: bool, wrong: list[str]):

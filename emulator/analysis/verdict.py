@@ -91,6 +91,11 @@ def fidelity(meas: Measurements, rate_bps: float, mtu: int, ratios: list, wrong:
     """The run's verdict: a reason for each way its emulation can be trusted less
     (``server_of``: host -> server, when the fabric spans several)."""
     reasons = []
+    sim = meas.sim
+    if sim is not None and sim.flow_control == "pfc" and sim.pfc_drops:
+        reasons.append(f"a lossless fabric dropped {sim.pfc_drops} frames: a switch buffer "
+                       f"too small for its ports' headroom ([pfc] buffer_bytes, "
+                       f"headroom_bytes)")
     cpu = meas.cpu_busy
     steal = meas.cpu_steal                 # counted in cpu: CPU time a hypervisor took
     stolen = f"; the hypervisor took {steal:.0%} of the CPUs' time" if steal else ""

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from emulator.analysis.summary.codec import Part, SummaryError, key
 from emulator.analysis.summary.run import (  # noqa: F401 - the summary's parts, here
     COUNTED, SIMULATED, CollectiveResult, CollectiveSplit, Fidelity, JobResult, JobSplit,
-    Message, MessageSplit, RunResult, Split, Transport)
+    Lossless, Message, MessageSplit, RunResult, Split, Transport)
 from emulator.analysis.summary.tables import (  # noqa: F401
     BASELINE, SYMPHONY, Damaged, Evidence, Excluded, JobRow, Noise, PairedSeeds,
     Quartiles, SchemeMedians, SchemeSeeds, SeedComparison, SplitMedians)

@@ -56,6 +56,20 @@ class Transport(Part):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Lossless(Part):
+    """A lossless fabric's run (``topology.flow_control = "pfc"``, simulated; docs/
+    architecture.md §5.6): the PAUSE frames its switches sent, the ports they paused and
+    for how long (emulated port-seconds, every paused port's time added), and the frames
+    a switch's buffer could not take (which must be 0: else the run is not faithful)."""
+    pauses: int                     # XOFFs sent, refreshes included
+    resumes: int                    # XONs
+    ports_paused: int
+    paused_s: float
+    max_paused_s: float             # the most one port was paused
+    drops: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class Fidelity(Part):
     """The run's verdict (``emulator.analysis.verdict``): ``faithful`` unless it has a
     reason or an error, and the measures judged."""
@@ -181,3 +195,4 @@ class RunResult(Part):
     split: Split | None = key(present="replayed")
     messages: list[Message] = key(absent=())
     overlap_s: float | None = key(absent=None)    # two messages: how long both ran
+    lossless: Lossless | None = key(absent=None)  # a lossless fabric's pauses
