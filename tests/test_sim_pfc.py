@@ -20,7 +20,7 @@ import pytest
 
 from emulator import plan as planning
 from emulator.home import root as project_root
-from emulator.analysis import console, export, report
+from emulator.analysis import console, export, page, report
 from emulator.rundir import RunFolder
 from emulator.sim import run as simrun
 from emulator.spec import load
@@ -131,6 +131,11 @@ def test_a_lossless_run_reports_its_pauses_in_the_summary_tables_trace_and_conso
     slices = [e for e in ev if e.get("cat") == "pfc"]
     assert len(slices) == len(rows)
     assert sum(e["dur"] for e in slices) == pytest.approx(x.paused_s * 1e6, rel=1e-6)
+
+    with open(page.run_page(r)) as f:
+        html = f.read()
+    assert "Lossless fabric (PFC)" in html and f"<td>{x.pauses}</td>" in html
+    assert 'href="pauses.csv"' in html
 
     console.print_drops(summary)
     assert capsys.readouterr().out.strip() == (

@@ -92,6 +92,12 @@ def run_page(run: RunResult) -> str:
                              "yes" if c.verified else "NO"] for c in j.collectives]))
     t = run.transport.to_json()          # its counts by name, as summary.json has them
     body.append("<h2>Transport</h2>" + _table(list(t), [list(t.values())], left=0))
+    if run.lossless is not None:        # a lossless fabric: how much it paused
+        x = run.lossless.to_json()
+        body.append("<h2>Lossless fabric (PFC)</h2>" + _table(list(x), [list(x.values())],
+                                                               left=0)
+                    + "<p>Each pause: " + _link("pauses.csv").html + "; a track per "
+                    "paused port in the timeline.</p>")
     nums = {k: v for k, v in f.to_json().items()
             if isinstance(v, (int, float)) and not isinstance(v, bool)}
     body.append("<h2>Fidelity</h2>" + _table(["measure", "value"],
@@ -99,7 +105,8 @@ def run_page(run: RunResult) -> str:
     files = sorted(n for n in os.listdir(d) if not n.startswith("."))
     body.append("<h2>Files</h2><p>Timeline: " + _link("trace.json").html + " (open it in "
                 "Perfetto's UI or chrome://tracing). Tables: "
-                + ", ".join(_link(n).html for n in ("flows.csv", "steps.csv", "ports.csv")
+                + ", ".join(_link(n).html for n in ("flows.csv", "steps.csv", "ports.csv",
+                                                              "pauses.csv")
                             if n in files) + ".</p><p>"
                 + " ".join(_link(n).html for n in files) + "</p>")
     body.append("<h2>The spec it ran</h2><pre>" + _e(json.dumps(man.spec, indent=1))
