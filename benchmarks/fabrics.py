@@ -1,17 +1,17 @@
 """Drop-tail against a lossless fabric (PFC), simulated, on the figures that reproduce the
 paper: what losslessness changes in each comparison, and how often the fabric paused.
 
-    .venv/bin/python benchmarks/fabrics.py [--spec runs/fig5.toml ...] [--seeds 20]
+    .venv/bin/python benchmarks/fabrics.py [--spec fig5 | --spec fig4:from-start ...] [--seeds 20]
         [--out runs/out/fabrics] [--jobs 1] [--write docs/data/fabrics.md]
 
 Per spec, ``symphony-emu sweep SPEC --backend sim --param topology.flow_control=drop,pfc``
 with the schemes baseline, symphony and pq (resumable: an interrupted measurement goes on
 from ``--out``). Then, per fabric: how many runs dropped packets and the most one dropped;
-how many paused and the port-seconds paused (emulated time: every paused port's time
-added, ``measurements.json``'s ``sim.paused_s``); and each pair -- Symphony and PQ
-against the baseline, Symphony against PQ -- on the median CCT and the JCT, paired by
-seed (``emulator.analysis.stats.paired``: the median difference with its 95 % interval).
-Only faithful runs are compared; the table says how many were not.
+per scheme how many runs paused and the port-seconds they paused (emulated time: every
+paused port's time added, ``measurements.json``'s ``sim.paused_s``); and each pair --
+Symphony and PQ against the baseline, Symphony against PQ -- on the median CCT and the
+JCT, paired by seed (``emulator.analysis.stats.paired``: the median difference with its
+95 % interval). Only faithful runs are compared; the table says how many were not.
 
 The default buffers are each fabric's own: drop-tail ``topology.buffer_bytes`` per port
 (512 KiB), PFC HPCC's shared buffer per switch (``[pfc] buffer_bytes``, 3.2 MiB at 10
@@ -78,9 +78,9 @@ def pair(runs: dict, a: str, b: str, metric: str) -> str:
 
 
 def table(results: dict) -> list[str]:
-    out = ["| spec | fabric | runs dropping (most) | runs paused | port-s paused: median, max "
-           "| unfaithful | " + " | ".join(f"{a} vs {b} {m}" for a, b in PAIRS
-                                          for _, m in METRICS) + " |",
+    out = ["| spec | fabric | runs dropping (most) | runs paused: baseline, symphony, pq "
+           "| port-s paused, median (max): baseline, symphony, pq | unfaithful | "
+           + " | ".join(f"{a} vs {b} {m}" for a, b in PAIRS for _, m in METRICS) + " |",
            "|---|---|---|---|---|---|" + "---|" * (len(PAIRS) * len(METRICS))]
     for spec, by_fabric in results.items():
         for fabric, runs in by_fabric.items():
@@ -88,12 +88,14 @@ def table(results: dict) -> list[str]:
             if not every:
                 continue
             dropping = [r["drops"] for r in every if r["drops"]]
-            paused = [r["paused_s"] for r in every]
+            paused = ", ".join(f"{sum(1 for r in runs[s].values() if r['pauses'])}"
+                               for s in SCHEMES)
+            paused_s = ", ".join(f"{np.median(t):.3f} ({max(t):.3f})" for t in (
+                [r["paused_s"] for r in runs[s].values()] for s in SCHEMES) if t)
             cells = [pair(runs, a, b, m) for a, b in PAIRS for m, _ in METRICS]
             out.append(
                 f"| {spec} | {fabric} | {len(dropping)} of {len(every)}"
-                f" ({max(dropping, default=0)}) | {sum(1 for r in every if r['pauses'])} "
-                f"| {np.median(paused):.3f}, {max(paused):.3f} "
+                f" ({max(dropping, default=0)}) | {paused} | {paused_s} "
                 f"| {sum(1 for r in every if not r['faithful'])} | " + " | ".join(cells) + " |")
     return out
 
