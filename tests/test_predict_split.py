@@ -266,3 +266,12 @@ def test_report_names_a_damaged_file_and_a_single_run_folder(tmp_path, capsys):
     assert err.startswith(f"symphony-emu report: {meas}: not this run format's measurements "
                           "(Measurements: unknown keys ['cpu_busy_hosts']; allowed: backend, ") \
         and err.endswith("); run it again or remove the run's folder\n") and err.count("\n") == 1
+
+
+def test_the_model_says_it_has_no_pauses_on_a_lossless_fabric():
+    _, inp = predict_one(load(TABLE1, AT_2000 + ["jobs.0.passes=1"]), "baseline", 1)
+    assert inp.not_modelled == ()
+    _, inp = predict_one(load(TABLE1, AT_2000 + ["jobs.0.passes=1",
+                                                 'topology.flow_control="pfc"']), "baseline", 1)
+    assert inp.not_modelled == ('PFC\'s pauses (topology.flow_control = "pfc"): fluid flows '
+                                'hold no buffer to pause for',)

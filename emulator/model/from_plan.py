@@ -10,7 +10,7 @@ hosts break them (docs/architecture.md, "The flow-level model").
 
 Each perturbation's class says what the model makes of it (``to_model``). Not modelled,
 and said so in :attr:`ModelInputs.not_modelled`: injected packet loss (``loss``: a fluid
-flow loses nothing) and Symphony's late start (the model has no Symphony; its
+flow loses nothing), a lossless fabric's pauses (no buffers) and Symphony's late start (the model has no Symphony; its
 ``ideal-priority`` bounds what any step-aware switch could do).
 """
 
@@ -53,6 +53,9 @@ def model_inputs(plan) -> ModelInputs:
     m = _Perturbed()
     for e in plan.perturbations:
         e.what.to_model(e, m)
+    if plan.fabric.flow_control == "pfc":   # fluid flows share links max-min, never queue
+        m.not_modelled.append("PFC's pauses (topology.flow_control = \"pfc\"): fluid flows "
+                              "hold no buffer to pause for")
     per_step = all(c.transport.per_step_sport for c in plan.hosts.values())
     ip_host = {c.ip: h for h, c in plan.hosts.items()}
     messages = tuple(Message(h, ip_host[m.peer], m.bytes, m.start_s, m.job, m.channel, m.step)
