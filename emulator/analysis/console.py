@@ -111,6 +111,7 @@ def print_tables(summary: Summary, dilation: float) -> None:
     print_which(summary)
     if any(r.messages for r in summary.runs):
         print_messages(summary)
+        print_drops(summary)
         print_verdicts(summary)
         return
     print(f"# dependency rule: {order_text(summary.order)}")
