@@ -37,8 +37,8 @@ def _run(spec_path, rundir, scheme="baseline", overrides=()):
 
 
 def _all_verified(result):
-    colls = [c for j in result["jobs"] for c in j["collectives"]]
-    return colls and all(c["verified"] for c in colls)
+    colls = [c for j in result.jobs for c in j.collectives]
+    return colls and all(c.verified for c in colls)
 
 
 def test_8_rank_ring_allreduce_is_verified(tmp_path):
@@ -46,7 +46,7 @@ def test_8_rank_ring_allreduce_is_verified(tmp_path):
                  'hosts = "all"\nalgorithm = "ring_allreduce"\nrings = "single"\n'
                  'chunk_bytes = 65536\npasses = 2')
     res, meas = _run(path, str(tmp_path / "run"))
-    assert res["jobs"][0]["ranks"] == 8
+    assert res.jobs[0].ranks == 8
     assert _all_verified(res), res
     assert all(rc == 0 for rc in meas.host_exit.values())
 
@@ -65,16 +65,16 @@ def test_16_ranks_in_4_rings_static_routing_runs_near_lockstep(tmp_path):
         res, meas = _run(path, str(tmp_path / f"run{attempt}"),
                          overrides=["topology.routing=static", "jobs.0.passes=2",
                                     "scale.dilation=2000"])
-        job = res["jobs"][0]
-        assert job["ranks"] == 16 and _all_verified(res), res
-        ratios = [c["cct_ratio"] for c in job["collectives"]]
+        job = res.jobs[0]
+        assert job.ranks == 16 and _all_verified(res), res
+        ratios = [c.cct_ratio for c in job.collectives]
         print(f"\nstatic routing, 16 ranks in 4 rings, attempt {attempt}: measured/theoretical "
-              f"CCT {ratios}, max step overlap {job['max_step_overlap']}, CPU "
+              f"CCT {ratios}, max step overlap {job.max_step_overlap}, CPU "
               f"{meas.cpu_busy:.0%} (hypervisor's steal {meas.cpu_steal:.0%})")
-        if max(ratios) <= 1.10 and res["fidelity"]["faithful"]:
+        if max(ratios) <= 1.10 and res.fidelity.faithful:
             break
     assert max(ratios) <= 1.10
-    assert res["fidelity"]["faithful"], res["fidelity"]
+    assert res.fidelity.faithful, res.fidelity
 
 
 def test_2d_ring_and_standalone_reduce_scatter_all_gather_are_verified(tmp_path):
@@ -90,7 +90,7 @@ def test_2d_ring_and_standalone_reduce_scatter_all_gather_are_verified(tmp_path)
         'rings = "single"\nchunk_bytes = 32768\n'
         '[run]\nschemes = ["symphony"]\ntimeout_s = 240\n')
     res, _ = _run(str(path), str(tmp_path / "run"), scheme="symphony")
-    assert [j["job"] for j in res["jobs"]] == [1, 2, 3]
+    assert [j.job for j in res.jobs] == [1, 2, 3]
     assert _all_verified(res), res
 
 
@@ -132,8 +132,8 @@ def test_halving_doubling_allreduce_is_verified_and_talks_to_its_butterfly_partn
                  'hosts = "all"\nalgorithm = "halving_doubling_allreduce"\nrings = "single"\n'
                  'chunk_bytes = 32768\npasses = 2')
     res, meas = _run(path, str(tmp_path / "run"))
-    assert res["jobs"][0]["ranks"] == 8 and _all_verified(res), res
-    assert len(res["jobs"][0]["collectives"]) == 2
+    assert res.jobs[0].ranks == 8 and _all_verified(res), res
+    assert len(res.jobs[0].collectives) == 2
     ip = {f"10.{r // 4}.{r % 4}.2": r for r in range(8)}       # rank r = host hr
     flows = RunFolder(str(tmp_path / "run")).flows()
     assert len(flows) == 8 * 6 * 2
@@ -155,7 +155,7 @@ def test_one_pass_of_block_rings_is_verified_and_half_its_flows_cross_the_spines
                  'ring_size = 8\nchunk_bytes = 32768\npasses = 1')
     rundir = str(tmp_path / "run")
     res, meas = _run(path, rundir, overrides=["scale.dilation=2000"])
-    assert res["jobs"][0]["ranks"] == 16 and _all_verified(res), res
+    assert res.jobs[0].ranks == 16 and _all_verified(res), res
     expected = ring_layout.rings([f"h{i}" for i in range(16)], 4, "blocks", 8)
     assert expected == ((0, 1, 4, 5, 8, 9, 12, 13), (2, 3, 6, 7, 10, 11, 14, 15))
     successor = {f"h{r[i]}": f"h{r[(i + 1) % 8]}" for r in expected for i in range(8)}

@@ -19,17 +19,17 @@ def _verdict(tmp_path, overrides, scheme="symphony"):
     spec = load(TABLE1, overrides)
     runner.run_one(spec, scheme, 1, str(tmp_path / "run"))
     res = report.analyze_run(str(tmp_path / "run"))
-    assert all(c["verified"] for j in res["jobs"] for c in j["collectives"]), res["jobs"]
-    return res["fidelity"]
+    assert all(c.verified for j in res.jobs for c in j.collectives), res.jobs
+    return res.fidelity
 
 
 def test_links_too_fast_for_the_cpus_are_flagged_unfaithful(tmp_path):
     # D = 50: 200 Mbit/s links, 40x the default; 16 Python ranks and 8 agents on 2 cores
     # cannot keep up.
     f = _verdict(tmp_path, ["scale.dilation=50", "jobs.0.passes=1"])
-    print("\noverloaded:", f["reasons"])
-    assert not f["faithful"]
-    assert any(w in r for r in f["reasons"]
+    print("\noverloaded:", f.reasons)
+    assert not f.faithful
+    assert any(w in r for r in f.reasons
                for w in ("CPU", "pacing", "NFQUEUE", "busy port", "queue model"))
 
 
@@ -40,6 +40,6 @@ def test_the_default_experiment_is_faithful(tmp_path):
     for attempt in (1, 2):
         f = _verdict(tmp_path / f"try{attempt}", ["jobs.0.passes=2"])
         print(f"\ndefault, attempt {attempt}:", f)
-        if f["faithful"]:
+        if f.faithful:
             break
-    assert f["faithful"], f["reasons"]
+    assert f.faithful, f.reasons

@@ -43,8 +43,8 @@ def test_two_jobs_on_shared_links_keep_separate_symphony_state(tmp_path):
         '[run]\nschemes = ["symphony"]\ntimeout_s = 240\n')
     rundir = tmp_path / "run"
     res = _run(path, rundir, "symphony")
-    colls = [c for j in res["jobs"] for c in j["collectives"]]
-    assert len(colls) == 11 and all(c["verified"] for c in colls), res["jobs"]
+    colls = [c for j in res.jobs for c in j.collectives]
+    assert len(colls) == 11 and all(c.verified for c in colls), res.jobs
 
     flows = {1: [], 2: []}
     for f in RunFolder(str(rundir)).flows():
@@ -90,17 +90,17 @@ def test_a_training_workload_runs_its_buckets_and_verifies_every_one(tmp_path):
         'gradient_scale = 0.001\n'
         '[run]\nschemes = ["baseline"]\ntimeout_s = 240\n')
     res = _run(path, tmp_path / "run", "baseline")
-    (job,) = res["jobs"]
-    sizes = [c["nbytes"] for c in job["collectives"]]
+    (job,) = res.jobs
+    sizes = [c.nbytes for c in job.collectives]
     assert len(sizes) == 8 and len(set(sizes)) > 1 and sizes[:4] == sizes[4:]
-    assert all(c["verified"] for c in job["collectives"]), job
+    assert all(c.verified for c in job.collectives), job
     # The iteration's compute (forward + backward before the first bucket is ready) is
     # inside the JCT: the first all-reduce starts after the job did.
     spec = load(str(path))
     lay = planning.compile(spec, "baseline", 1).layouts[0]
     first_ready = lay.program[0][1]
-    starts = [c["start_s"] for c in job["collectives"]]
-    assert job["jct_s"] > (max(starts) - min(starts)) + first_ready * 0.9
+    starts = [c.start_s for c in job.collectives]
+    assert job.jct_s > (max(starts) - min(starts)) + first_ready * 0.9
 
 
 def test_a_job_across_two_pods_and_their_cores_is_verified(tmp_path):
@@ -115,8 +115,8 @@ def test_a_job_across_two_pods_and_their_cores_is_verified(tmp_path):
         '[run]\nschemes = ["symphony"]\ntimeout_s = 240\n')
     rundir = tmp_path / "run"
     res = _run(path, rundir, "symphony")
-    (job,) = res["jobs"]
-    assert job["ranks"] == 8 and all(c["verified"] for c in job["collectives"]), job
+    (job,) = res.jobs
+    assert job.ranks == 8 and all(c.verified for c in job.collectives), job
     # The cores forwarded (and their agents saw) the cross-pod traffic.
     for core in ("core0", "core1"):
         (final,) = read_records(str(rundir / f"{core}.jsonl"), AgentFinal)

@@ -36,8 +36,8 @@ def test_a_job_over_two_stand_in_servers_is_verified_and_really_crosses_the_unde
     assert _netns() == namespaces, "the stand-in servers' namespaces were left behind"
     assert _root_veths() <= veths and not meas.teardown_leftovers
     res = report.analyze_run(str(tmp_path / "run"))
-    (job,) = res["jobs"]
-    assert job["ranks"] == 8 and all(c["verified"] for c in job["collectives"]), job
+    (job,) = res.jobs
+    assert job.ranks == 8 and all(c.verified for c in job.collectives), job
     # Each rail ring (leaf0 -> leaf1 -> leaf2 -> leaf3) goes from pod 0 (server 0) to pod 1
     # (server 1) once and back once per step: every server sent at least its rings'
     # chunks over the underlay, plus VXLAN and RoCE headers.

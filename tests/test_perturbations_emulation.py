@@ -129,7 +129,7 @@ timeout_s = 120
     meas = runner.run_one(spec, "symphony", 1, rundir)
     assert _root_veths() <= veths and not meas.teardown_leftovers
     res = report.analyze_run(rundir)
-    assert all(c["verified"] for j in res["jobs"] for c in j["collectives"]), res
+    assert all(c.verified for j in res.jobs for c in j.collectives), res
     fired = {e.what: e for e in meas.perturbations}
     print("\nperturbations:", json.dumps([e.to_dict() for e in meas.perturbations], indent=0))
     for what, t in (("symphony on everywhere", 0.6), ("leaf1:leaf1-eth4 down", 0.4),
@@ -176,9 +176,9 @@ timeout_s = 120
     rundir = str(tmp_path / "run")
     meas = runner.run_one(spec, "symphony", 1, rundir)
     res = report.analyze_run(rundir)
-    assert res["fidelity"]["errors"] == [], res["fidelity"]
+    assert res.fidelity.errors == [], res.fidelity
     assert all(s.ok for s in meas.rank_summaries.values())
-    a, b = res["messages"]                       # sorted by step: A (0), then B (1)
-    assert (a["step"], b["step"]) == (0, 1)
-    assert a["start_s"] > b["start_s"] + 0.1     # A delayed by 0.1 ms real = 0.2 s
-    assert 0 < res["overlap_s"] <= min(a["fct_s"], b["fct_s"])
+    a, b = res.messages                       # sorted by step: A (0), then B (1)
+    assert (a.step, b.step) == (0, 1)
+    assert a.start_s > b.start_s + 0.1     # A delayed by 0.1 ms real = 0.2 s
+    assert 0 < res.overlap_s <= min(a.fct_s, b.fct_s)

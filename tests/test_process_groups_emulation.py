@@ -44,9 +44,9 @@ def test_one_process_for_all_hosts_and_one_for_all_switches_run_an_exact_all_red
     meas = runner.run_one(load(str(spec_path)), "baseline", 1, str(rundir))
     assert _root_veths() <= veths and not meas.teardown_leftovers
     res = report.analyze_run(str(rundir))
-    colls = [c for j in res["jobs"] for c in j["collectives"]]
-    assert len(colls) == 2 and all(c["verified"] for c in colls), res["jobs"]
-    assert res["fidelity"]["faithful"], res["fidelity"]
+    colls = [c for j in res.jobs for c in j.collectives]
+    assert len(colls) == 2 and all(c.verified for c in colls), res.jobs
+    assert res.fidelity.faithful, res.fidelity
 
     # the four hosts in one process, the four agents in another
     summaries = meas.rank_summaries

@@ -121,9 +121,9 @@ def test_a_job_on_servers_given_as_user_at_host_is_verified_faithful_and_leaves_
         assert f"underlay 192.168.250.{i + 1} on underlay" in r.stdout
     run = out / "baseline-seed1"
     res = report.analyze_run(str(run))
-    (job,) = res["jobs"]
-    assert job["ranks"] == 8 and all(c["verified"] for c in job["collectives"]), job
-    assert res["fidelity"]["faithful"], res["fidelity"]["reasons"]
+    (job,) = res.jobs
+    assert job.ranks == 8 and all(c.verified for c in job.collectives), job
+    assert res.fidelity.faithful, res.fidelity.reasons
     meas = RunFolder(str(run)).measurements
     assert set(meas.cpu_busy_servers) == {"s0", "s1"}
     # the underlay over the run, against the 1 Gb/s given: what crossed, and its share

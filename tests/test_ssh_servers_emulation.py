@@ -196,9 +196,9 @@ def test_a_job_over_two_ssh_reached_servers_is_verified_faithful_and_leaves_noth
     assert _netns() == before_ns and _root_veths() <= before_veths
     assert not meas.teardown_leftovers and os.path.isdir("/run/sshd") == privsep
     res = report.analyze_run(str(run))
-    (job,) = res["jobs"]
-    assert job["ranks"] == 8 and all(c["verified"] for c in job["collectives"]), job
-    assert res["fidelity"]["faithful"], res["fidelity"]["reasons"]
+    (job,) = res.jobs
+    assert job.ranks == 8 and all(c.verified for c in job.collectives), job
+    assert res.fidelity.faithful, res.fidelity.reasons
     # each server's CPU, read from its /proc/stat over its ssh: stand-ins share this
     # machine's CPUs, so each reads what the machine's meter read (within the ssh delay)
     servers = meas.cpu_busy_servers
