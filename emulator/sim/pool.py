@@ -24,19 +24,63 @@ from emulator.sim.run import SimError, run_sim
 def run_many(tasks: list, jobs: int = 1, address: str | None = None) -> None:
     """Simulate (name, spec, scheme, seed, rundir, paths, repeat) runs, ``jobs``
     processes at once, or on the Dask scheduler at ``address`` (``host:port``), printing
-    each as it ends."""
+    each as it ends. A run that cannot get memory, or whose worker process dies, is named
+    in one line with its likely cause and the other runs are kept; SimError at the end
+    says how many failed."""
     if address is not None:
         _on_dask(tasks, address)
         return
+    failed = []
     if jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
-            _say(task[0], _one(task))
-        return
+            try:
+                _say(task[0], _one(task))
+            except MemoryError:
+                failed.append(_failed(task[0], "could not get memory (MemoryError): its "
+                                      "buffers need more than this machine has free"))
+    else:
+        failed = _in_processes(tasks, jobs)
+    if failed:
+        raise SimError(f"{len(failed)} of {len(tasks)} runs failed: "
+                       f"{', '.join(failed)} (each named above); the others are kept")
+
+
+def _in_processes(tasks: list, jobs: int) -> list[str]:
+    """The runs in ``jobs`` worker processes. A worker that dies breaks the whole pool
+    (every run it still held fails with BrokenProcessPool, and which one killed it is not
+    said), so the runs that did not end are each simulated again alone, in a pool of
+    their own: a run that dies there is the one named."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+    unfinished, failed = [], []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        running = {pool.submit(_one, task): task[0] for task in tasks}
+        running = {pool.submit(_one, task): task for task in tasks}
         for fut in as_completed(running):
-            _say(running[fut], fut.result())
+            task = running[fut]
+            try:
+                _say(task[0], fut.result())
+            except BrokenProcessPool:
+                unfinished.append(task)
+            except MemoryError:
+                failed.append(_failed(task[0], "could not get memory (MemoryError) in its "
+                                      "worker: try fewer --jobs"))
+    for task in sorted(unfinished, key=tasks.index):
+        with ProcessPoolExecutor(max_workers=1) as alone:
+            try:
+                _say(task[0], alone.submit(_one, task).result())
+            except BrokenProcessPool:
+                failed.append(_failed(task[0], "its worker process died (killed by a "
+                                      "signal: most often the kernel's out-of-memory "
+                                      "killer; see dmesg, try fewer --jobs)"))
+            except MemoryError:
+                failed.append(_failed(task[0], "could not get memory (MemoryError) in its "
+                                      "worker"))
+    return failed
+
+
+def _failed(name: str, why: str) -> str:
+    print(f"{name}: failed: {why}", flush=True)
+    return name
 
 
 def _say(name: str, m: SimStats) -> None:
