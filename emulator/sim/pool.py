@@ -16,6 +16,7 @@ import shutil
 import tarfile
 import tempfile
 
+from emulator import plan as planning
 from emulator.measurements import SimStats
 from emulator.rundir import git_revision
 from emulator.sim.run import SimError, run_sim
@@ -31,6 +32,7 @@ def run_many(tasks: list, jobs: int = 1, address: str | None = None) -> None:
         _on_dask(tasks, address)
         return
     failed = []
+    jobs = jobs_for_memory(tasks, jobs)
     if jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
             try:
@@ -43,6 +45,55 @@ def run_many(tasks: list, jobs: int = 1, address: str | None = None) -> None:
     if failed:
         raise SimError(f"{len(failed)} of {len(tasks)} runs failed: "
                        f"{', '.join(failed)} (each named above); the others are kept")
+
+
+# What a simulated run holds at its peak, from its shape (measured with /usr/bin/time -v,
+# 2026-12-06): ~250 MB of its own (the main job: 242-252 MB), and about 3.5 float32
+# copies of every rank's buffer (the paper's Table 1 layout at 8 MB steps: 32 ranks x 64
+# MiB = 2 GiB a copy, 7.0 GB peak) -- each rank's input, its working buffer, and what it
+# checks them against.
+RUN_OWN_BYTES = 300 * 2**20
+BUFFER_COPIES = 3.5
+
+
+def peak_bytes(spec, scheme: str, seed: int) -> int:
+    """An estimate of a simulated run's peak memory, from its plan's ranks and buffers."""
+    plan = planning.compile(spec, scheme, seed)
+    return int(RUN_OWN_BYTES + BUFFER_COPIES * sum(
+        len(lay.hosts) * lay.nbytes for lay in plan.layouts))
+
+
+def free_bytes() -> int | None:
+    """The kernel's estimate of the memory available to new work (MemAvailable)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def jobs_for_memory(tasks: list, jobs: int, free: int | None = None) -> int:
+    """``jobs``, cut to as many runs as the free memory holds at once (one line says
+    so); at least 1: a run too big for it alone still runs, and fails by name."""
+    if jobs <= 1 or len(tasks) <= 1:
+        return jobs
+    free = free_bytes() if free is None else free
+    if free is None:
+        return jobs
+    shapes = {}                        # a run set's runs share a few shapes: spec, scheme
+    for _, spec, scheme, seed, *_ in tasks:
+        if (id(spec), scheme) not in shapes:
+            shapes[id(spec), scheme] = peak_bytes(spec, scheme, seed)
+    peak = max(shapes.values())
+    fits = max(1, int(free // peak))
+    if fits >= min(jobs, len(tasks)):
+        return jobs
+    print(f"--jobs {jobs} cut to {fits}: a run here needs about {peak / 1e9:.1f} GB at "
+          f"its peak (its ranks' buffers) and {free / 1e9:.1f} GB is free", flush=True)
+    return fits
 
 
 def _in_processes(tasks: list, jobs: int) -> list[str]:
