@@ -9,7 +9,9 @@ This module copies whole packets, and sends the verdicts of a burst in one
 kernel, so packets leave in the order they arrived).
 
 Only what the agent needs: bind one queue in COPY_PACKET mode, receive packet id,
-output interface and payload, and answer ACCEPT / DROP / ACCEPT-with-new-payload.
+input and output interface and payload, and answer ACCEPT / DROP / ACCEPT-with-new-payload
+-- at once, or later (:data:`HOLD`: a lossless port's agent releases a packet when its
+port may send, docs/architecture.md §5.6; the kernel takes verdicts in any order, by id).
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ _NLMSG_ERR = struct.Struct("=i")
 _HDR_BYTES = _NLMSGHDR.size + _NFGENMSG.size  # 20
 _LEN_TYPE = struct.Struct("=IH")
 _PACKET_TYPE = (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET
-# PACKET_HDR (4 + 7 + pad), INDEV (4 + 4), OUTDEV (4 + 4): types and the raw outdev
-_FAST_PREFIX = struct.Struct("=2xH8x2xH4x2xHI")
+# PACKET_HDR (4 + 7 + pad), INDEV (4 + 4), OUTDEV (4 + 4): types, the raw indev and outdev
+_FAST_PREFIX = struct.Struct("=2xH8x2xHI2xHI")
 _TIMESTAMP = struct.Struct("!QQ")           # nfqnl_msg_packet_timestamp: sec, usec
 
 
@@ -75,8 +77,10 @@ class NfQueueError(OSError):
     pass
 
 
-# handler(payload, outdev_ifindex) -> None (accept as is), b"" (drop) or new payload bytes
+# handler(payload, outdev_ifindex) -> None (accept as is), b"" (drop) or new payload bytes;
+# with ``held=True`` handler(payload, outdev, now, indev, packet_id) may also return HOLD
 Handler = Callable[[memoryview, int], "bytes | None"]
+HOLD = object()     # no verdict now: the handler keeps the packet id and sends it later
 
 
 class NfQueue:
@@ -140,9 +144,12 @@ class NfQueue:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def process(self, handler: Handler, max_packets: int = 256, clock=None) -> int:
+    def process(self, handler: Handler, max_packets: int = 256, clock=None,
+                held: bool = False) -> int:
         """Receive up to ``max_packets`` queued packets, call ``handler`` on each in order
-        (``handler(payload, outdev, clock())`` when a ``clock`` is given), then send all
+        (``handler(payload, outdev, clock())`` when a ``clock`` is given; with ``held``,
+        ``handler(payload, outdev, clock(), indev, packet_id)``, which may answer
+        :data:`HOLD` and give the verdict later by :meth:`send_verdicts`), then send all
         their verdicts in one datagram. Returns the number handled."""
         verdicts = []
         pending = 0                     # bytes of verdicts not yet sent
@@ -175,17 +182,18 @@ class NfQueue:
                 a = off + _HDR_BYTES
                 end = off + msg_len
                 pid = None
-                outdev = 0
+                outdev = indev = 0
                 payload = None
                 ts = None
                 # Fast path: a routed packet's message starts PACKET_HDR, INDEV, OUTDEV
                 # (nfqnl_build_packet_message's order); anything else takes the walk.
                 if end >= a + _FAST_PREFIX.size:
-                    t1, t2, t3, od = unpack_prefix(buf, a)
+                    t1, t2, ind, t3, od = unpack_prefix(buf, a)
                     if t1 & 0x3FFF == NFQA_PACKET_HDR and t2 & 0x3FFF == NFQA_IFINDEX_INDEV \
                             and t3 & 0x3FFF == NFQA_IFINDEX_OUTDEV:
                         pid = view[a + 4:a + 8]
                         outdev = ntohl(od)
+                        indev = ntohl(ind)
                         a += _FAST_PREFIX.size
                 while a + 4 <= end:
                     alen, atype = unpack_attr(buf, a)
@@ -196,6 +204,8 @@ class NfQueue:
                         pid = view[a + 4:a + 8]
                     elif atype == NFQA_IFINDEX_OUTDEV:
                         outdev = buf[a + 4] << 24 | buf[a + 5] << 16 | buf[a + 6] << 8 | buf[a + 7]
+                    elif atype == NFQA_IFINDEX_INDEV:
+                        indev = buf[a + 4] << 24 | buf[a + 5] << 16 | buf[a + 6] << 8 | buf[a + 7]
                     elif atype == NFQA_TIMESTAMP:
                         sec, usec = unpack_ts(buf, a + 4)
                         ts = sec + usec * 1e-6
@@ -216,6 +226,10 @@ class NfQueue:
                     new = None
                 elif clock is None:
                     new = handler(payload, outdev)
+                elif held:
+                    new = handler(payload, outdev, clock(), indev, pid)
+                    if new is HOLD:
+                        continue
                 else:
                     new = handler(payload, outdev, clock())
                 if new is None:
@@ -236,6 +250,27 @@ class NfQueue:
             self.sock.send(b"".join(verdicts))
         self.received += handled
         return handled
+
+    def send_verdicts(self, verdicts: list[tuple[bytes, "bytes | None"]]) -> None:
+        """The verdicts of packets held earlier (:data:`HOLD`), as ``(packet id, verdict)``
+        -- the id's 4 raw bytes, the verdict as a handler's -- in as few datagrams as
+        the socket takes."""
+        out, pending = [], 0
+        for pid, new in verdicts:
+            if new is None:
+                v = self._accept_prefix + pid
+            elif not new:
+                v = self._drop_prefix + pid
+            else:
+                v = self._verdict_with_payload(pid, new)
+            out.append(v)
+            pending += len(v)
+            if pending > MAX_VERDICT_BATCH_BYTES:
+                self.sock.send(b"".join(out))
+                out.clear()
+                pending = 0
+        if out:
+            self.sock.send(b"".join(out))
 
     def hold_stats(self) -> dict:
         """How long packets waited in the queue for the agent: from the kernel's timestamp

@@ -78,3 +78,25 @@ def test_no_stamped_packet_gives_no_hold_time():
     q = _queue([_packet_message(1, 3, b"x", None)])
     q.process(lambda p, dev: None)
     assert q.hold_stats() == {"held_packets": 0, "held_mean_s": None, "held_max_s": None}
+
+
+def test_a_held_packet_gets_its_verdict_later_and_the_handler_sees_its_input_port():
+    """A lossless port's agent (switch_agent/lossless.py): ``held`` hands the handler the
+    input interface and the packet id; HOLD gives no verdict now, send_verdicts later."""
+    msgs = [_packet_message(pid, 5, b"p%d" % pid, None) for pid in (7, 8, 9)]
+    q = _queue([b"".join(msgs)])
+    seen, kept = [], []
+
+    def handler(payload, outdev, now, indev, pid):
+        seen.append((bytes(payload), outdev, indev))
+        if bytes(payload) == b"p8":
+            kept.append(bytes(pid))
+            return nfq.HOLD
+        return None
+
+    assert q.process(handler, clock=lambda: 1.0, held=True) == 3
+    assert seen == [(b"p7", 5, 2), (b"p8", 5, 2), (b"p9", 5, 2)]
+    assert q.sock.sent == [b"A" * 28 + struct.pack("!I", 7) + b"A" * 28 + struct.pack("!I", 9)]
+    assert kept == [struct.pack("!I", 8)]
+    q.send_verdicts([(kept[0], b"")])
+    assert q.sock.sent[1] == b"D" * 28 + struct.pack("!I", 8)
