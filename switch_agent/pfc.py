@@ -30,10 +30,19 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from runtime import wire
 from runtime.pause import pause_s
 from switch_agent.config import PfcParams
 
 REFRESH_FRACTION: Final = 0.5     # an XOFF is sent again after this share of its time
+
+
+def is_control(pkt) -> bool:
+    """A RoCE ACK, NAK or CNP (an IP packet, header without options as every one of the
+    project's): UDP to 4791 whose BTH opcode is not a data opcode. With
+    ``control_priority`` these travel in a priority of their own, never paused."""
+    return (pkt[9] == 17 and (pkt[22] << 8 | pkt[23]) == wire.ROCE_UDP_PORT
+            and pkt[28] not in wire.DATA_OPCODES)
 
 
 class Pause:

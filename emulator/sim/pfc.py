@@ -30,20 +30,14 @@ from collections import deque
 
 from emulator.sim.loop import Event, Loop
 from emulator.sim.network import L2_BYTES, Network, OutPort
-from runtime import pause, wire
+from runtime import pause
 from runtime.records import PortPause
 from switch_agent.config import PfcParams
-from switch_agent.pfc import Mmu, Pause
+from switch_agent.pfc import Mmu, Pause, is_control
 from switch_agent.pipeline import PQ_HIGH_DSCP
 from switch_agent.queue_model import EgressQueue
 
 UNLIMITED_BYTES = 1 << 40     # a lossless port's egress: the MMU decides what it takes
-
-
-def is_control(pkt: bytes) -> bool:
-    """A RoCE ACK, NAK or CNP (UDP to 4791, not a data opcode)."""
-    return (pkt[9] == 17 and (pkt[22] << 8 | pkt[23]) == wire.ROCE_UDP_PORT
-            and pkt[28] not in wire.DATA_OPCODES)
 
 
 class LosslessPort(OutPort):
