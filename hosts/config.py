@@ -123,6 +123,7 @@ class HostConfig(Codec):
     receives: tuple[MessageConfig, ...] = ()
     linger_s: float | None = None    # the longest a finished host waits for the run's end
                                      # (None: LINGER_RTOS RTOs, at least MIN_LINGER_S)
+    pfc: bool = False                # a lossless fabric: the NIC honours PAUSE frames
 
     def __post_init__(self):
         check(finite(self.line_rate_bps) and self.line_rate_bps > 0, "line_rate_bps",

@@ -79,8 +79,11 @@ class Member:
         self.out = _Tagged(self.cfg.name) if mc.out == STDOUT else open(mc.out, "a", buffering=1)
         self.ns = netns.Namespace(mc.netns_pid or None)
         kind = RankHost if self.cfg.ranks else MessageHost
-        self.host = kind(self.cfg, {"socket_factory": self.ns.socket}, self.say, clock)
-        self.fd = self.host.nic.sock.fileno()
+        nic_args = {"socket_factory": self.ns.socket}
+        if self.cfg.pfc:
+            nic_args["pfc"] = True
+        self.host = kind(self.cfg, nic_args, self.say, clock)
+        self.fds = self.host.nic.fds       # its UDP socket (and its PAUSE socket)
         self.due = 0.0                     # when the host next needs a turn
         self.deadline = math.inf           # t0 + its timeout
         self.linger_until: float | None = None
@@ -95,6 +98,8 @@ class Member:
         host = self.host
         try:
             summary = host.summary(self.timed_out, udp_counters(self.ns.proc_path("snmp")))
+            if self.cfg.pfc and (host.nic.pause.pauses or host.nic.pause.resumes):
+                host.tele.write(host.nic.pause_record(f"{self.cfg.name}-eth0"))
         finally:
             host.nic.close()
             self.ns.close()
@@ -173,7 +178,7 @@ def serve(members: list[Member], t0: float, clock=time.monotonic,
         m.host.start(t0)
         m.deadline = t0 + m.cfg.timeout_s
         m.due = t0
-    by_fd = {m.fd: m for m in members}
+    by_fd = {fd: m for m in members for fd in m.fds}
     ctl = control.fd if control is not None else None
 
     def watched():                     # the members' sockets, and the launcher's line
@@ -212,7 +217,8 @@ def serve(members: list[Member], t0: float, clock=time.monotonic,
                 wake = min(wake, m.due, m.deadline)
         for m in gone or ():
             live.remove(m)
-            del by_fd[m.fd]
+            for fd in m.fds:
+                del by_fd[fd]
             readable = watched()
             ok &= m.finish(n)
         if not live:

@@ -6,7 +6,10 @@ One :class:`Nic` per host. Its sockets:
 * one UDP socket on port 4791 that receives everything addressed to the host (data,
   ACK/NAK, CNP), with each datagram's TOS byte (the ECN bits) and the kernel's arrival
   time, and sends the ACKs, NAKs and CNPs;
-* one sending UDP socket per flow, bound to the flow's source port, DF set, ECT(0).
+* one sending UDP socket per flow, bound to the flow's source port, DF set, ECT(0);
+* on a lossless fabric (``pfc``), a raw socket for MAC control (EtherType 0x8808) that
+  receives the leaf's 802.1Qbb PAUSE frames (``NicCore.on_pause``: data waits, ACKs and
+  CNPs do not).
 
 The layer above calls :meth:`~hosts.nic_core.NicCore.send` and gets a callback per
 delivered message; it runs the loop with :meth:`Nic.run_until` (one NIC) or
@@ -31,6 +34,7 @@ IP_PMTUDISC_DO = getattr(socket, "IP_PMTUDISC_DO", 2)
 IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)     # not in Python's socket module
 TIMESPEC = struct.Struct("=qq")
+ETH_P_MAC_CONTROL = 0x8808                                 # runtime.pause
 
 
 class Nic(NicCore):
@@ -38,7 +42,8 @@ class Nic(NicCore):
                  transport: TransportParams, *,
                  on_message: Callable | None = None, telemetry=None,
                  clock: Callable[[], float] = time.monotonic,
-                 socket_factory: Callable[..., socket.socket] = socket.socket):
+                 socket_factory: Callable[..., socket.socket] = socket.socket,
+                 pfc: bool = False):
         super().__init__(ip, line_rate_bps, cc, transport, on_message=on_message,
                          telemetry=telemetry, clock=clock)
         # sockets come from the factory: a process serving several hosts creates each in
@@ -58,6 +63,12 @@ class Nic(NicCore):
         self._rbuf = bytearray(65536)
         self._rview = memoryview(self._rbuf)
         self._rlist = [self.sock]
+        self.mac: socket.socket | None = None      # PAUSE frames in (a lossless fabric)
+        if pfc:
+            self.mac = socket_factory(socket.AF_PACKET, socket.SOCK_RAW,
+                                      socket.htons(ETH_P_MAC_CONTROL))
+            self.mac.setblocking(False)
+            self._rlist.append(self.mac)
         self._drained = False              # the last poll read the socket empty
         self.rx_lag_s = [0, 0.0, 0.0]               # datagrams, sum, max: arrival -> read
 
@@ -117,8 +128,27 @@ class Nic(NicCore):
             self.receive()
             self._drained = True
 
+    @property
+    def fds(self) -> list[int]:
+        """What the NIC reads from: its UDP socket, and on a lossless fabric its PAUSE
+        socket (:meth:`receive` drains both)."""
+        return [s.fileno() for s in self._rlist]
+
+    def _receive_pauses(self) -> None:
+        mac, clock = self.mac, self.clock
+        assert mac is not None
+        while True:
+            try:
+                frame = mac.recv(128)
+            except (BlockingIOError, InterruptedError):
+                return
+            self.on_pause(frame, clock())
+
     def receive(self) -> None:
-        """Handle every datagram waiting on the host's socket (read into one reused buffer)."""
+        """Handle every datagram waiting on the host's socket (read into one reused buffer),
+        the PAUSE frames first."""
+        if self.mac is not None:
+            self._receive_pauses()
         recvmsg_into, bufs, view = self.sock.recvmsg_into, [self._rbuf], self._rview
         clock, lag, unpack_ts, on_datagram = self.clock, self.rx_lag_s, TIMESPEC.unpack, \
             self.on_datagram
@@ -147,6 +177,8 @@ class Nic(NicCore):
         for f in list(self.senders.values()):
             f.port.close()
         self.sock.close()
+        if self.mac is not None:
+            self.mac.close()
 
     def stats(self) -> dict:
         m, lag, lag_max = self.rx_lag_s

@@ -38,6 +38,7 @@ from hosts.cc import CcConfig, CongestionControl, NotificationPoint
 from hosts.flows import WIRE_EXTRA_BYTES, RecvFlow, SendFlow, recv_record, send_record
 from hosts.gbn import ACK, GbnReceiver, GbnSender
 from runtime import pause, wire
+from runtime.records import PortPause
 
 class NicCore:
     """The NIC's logic (see the module's docstring); a subclass supplies the four doors."""
@@ -131,6 +132,15 @@ class NicCore:
         p = pause.decode(frame)
         if p is not None and p.names(pause.DATA_PRIORITY):
             self.pause.on_pause(p.quanta[pause.DATA_PRIORITY], self.line_rate_bps, now)
+
+    def pause_record(self, port: str) -> PortPause:
+        """What the NIC's port ``port`` honoured of its leaf's PAUSE frames, as a record."""
+        t, now = self.pause, self.clock()
+        return PortPause(port=port, priority=pause.DATA_PRIORITY, pauses_rx=t.pauses,
+                         resumes_rx=t.resumes, paused_s=t.paused_s(now), pauses_tx=0,
+                         resumes_tx=0, max_ingress_bytes=0, drops=0,
+                         intervals=[[round(a, 9), round(b, 9)]
+                                    for a, b in t.all_intervals(now)])
 
     @property
     def busy(self) -> bool:

@@ -193,7 +193,8 @@ class PortSample(Record):
 
 @dataclass(frozen=True, slots=True)
 class KernelQueue(Record):
-    """The kernel's qdisc beside the model at one instant (the fidelity monitor)."""
+    """The kernel's qdisc beside the model at one instant (the fidelity monitor); on a
+    lossless port ``model_bytes`` is the model's backlog less what the agent holds."""
     TYPE: ClassVar[str] = "kernel_q"
     t_s: float
     port: str

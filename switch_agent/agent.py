@@ -46,7 +46,8 @@ from dataclasses import replace
 
 from switch_agent.fidelity import PortFidelity
 from switch_agent.kernel_queues import KernelQueues
-from switch_agent.nfqueue import NfQueue, queue_stats, want_timestamps
+from switch_agent.lossless import LEAD_FRAMES, LosslessPorts, headroom_for
+from switch_agent.nfqueue import HOLD, NfQueue, queue_stats, want_timestamps
 from switch_agent.config import AgentConfig, AgentGroupConfig
 from switch_agent.control import (MAX_DATAGRAM_BYTES, SYMPHONY_KEYS, CommandError, address,
                                   parse_command)
@@ -60,6 +61,10 @@ from runtime.records import (AgentFinal, AgentStart, Arrivals, Control, ControlE
 from runtime.telemetry import Telemetry
 
 TIMER_SLACK_S = 1e-6          # sleeps end on time (runtime.sched)
+ETH_P_MAC_CONTROL = 0x8808    # 802.1Qbb PAUSE frames (runtime.pause)
+SOL_PACKET = 263
+PACKET_QDISC_BYPASS = 20      # a PAUSE is MAC control: it must not wait behind data
+UNLIMITED_BYTES = 1 << 40     # a lossless port's queue model: the MMU decides what it takes
 FLUSH_S = 0.5                 # telemetry reaches the file at least this often
 MAX_LOGGED_CHARS = 200        # of a rejected datagram, in its telemetry record
 
@@ -82,10 +87,20 @@ class Agent:
         ports = {}
         for name, p in cfg.ports.items():
             ports[self.ns.run(socket.if_nametoindex, name)] = Port(
-                name, EgressQueue(p.rate_bps, p.buffer_bytes, p.burst_bytes),
-                trace=[] if cfg.trace_arrivals else None, shared_buffer=p.shared_buffer)
+                name, EgressQueue(p.rate_bps, UNLIMITED_BYTES if cfg.pfc else p.buffer_bytes,
+                                  p.burst_bytes),
+                trace=[] if cfg.trace_arrivals else None,
+                shared_buffer=p.shared_buffer and not cfg.pfc)
         self.pipeline = SwitchPipeline.from_config(cfg, ports,
                                                    on_window=self.telemetry.write)
+        self.lossless: LosslessPorts | None = None
+        if cfg.pfc is not None:
+            lead = LEAD_FRAMES * cfg.pfc_frame_bytes
+            self.lossless = LosslessPorts(
+                headroom_for(cfg.pfc, lead, cfg.pfc_frame_bytes),
+                {i: (p.name, p.queue, cfg.ports[p.name].rate_bps) for i, p in ports.items()},
+                lead, cfg.pfc_control_priority)
+        self.mac_sockets: dict[int, socket.socket] = {}    # ifindex -> its PAUSE socket
         self.fidelity = {ifindex: PortFidelity(cfg.ports[p.name].rate_bps)
                          for ifindex, p in ports.items()}
         self.kernel: KernelQueues | None = None
@@ -113,9 +128,16 @@ class Agent:
     def _sample_kernel(self, now: float) -> None:
         """The kernel's qdiscs next to the model, for the fidelity monitor; a ``kernel_q``
         record per port with a queue in either (to see where the model departs)."""
+        lossless = self.lossless
         for ifindex, k in self.kernel.sample(self.fidelity).items():
             model = self.pipeline.ports[ifindex].queue.backlog(now)
-            self.fidelity[ifindex].sample(now, model, k.backlog_bytes, k.sent_bytes)
+            if lossless is None:
+                self.fidelity[ifindex].sample(now, model, k.backlog_bytes, k.sent_bytes)
+            else:
+                port = lossless.ports[ifindex]
+                self.fidelity[ifindex].sample(now, model, k.backlog_bytes, k.sent_bytes,
+                                              port.held_bytes, port.timer.paused_s(now))
+                model -= port.held_bytes        # the record compares like with like
             if model or k.backlog_bytes:
                 self.telemetry.write(KernelQueue(
                     t_s=now, port=self.pipeline.ports[ifindex].name, model_bytes=model,
@@ -141,6 +163,60 @@ class Agent:
                             **(self.nfq.hold_stats() if self.nfq else {}),
                             "agent_enobufs": self.nfq.enobufs if self.nfq else 0},
                 "control_errors": self.control_errors}
+
+    # --- a lossless fabric ---------------------------------------------------------
+    def handle_lossless(self, pkt, outdev: int, now: float, indev: int, pid):
+        """A packet on a lossless switch (``switch_agent.lossless``): dropped if the
+        shared buffer cannot take it, else the pipeline's verdict, held until its port
+        may send; the verdicts and PAUSE frames that became due are sent."""
+        lossless = self.lossless
+        if not lossless.fits(indev, len(pkt)):
+            return b""
+        verdict = self.pipeline.handle(pkt, outdev, now)
+        lossless.arrive(bytes(pid), verdict, pkt, outdev, indev, now)
+        return HOLD
+
+    def _serve_lossless(self, _handle=None, clock=time.monotonic) -> None:
+        """A burst of the queue on a lossless switch, then the verdicts and PAUSE frames
+        it made due, in as few system calls as they take."""
+        self.nfq.process(self.handle_lossless, clock=clock, held=True)
+        self._flush_lossless()
+
+    def _flush_lossless(self) -> None:
+        lossless = self.lossless
+        if lossless.frames:
+            for ifindex, frame in lossless.frames:
+                try:
+                    self.mac_sockets[ifindex].send(frame)
+                except OSError as e:
+                    self.telemetry.write(ControlError(t_s=time.monotonic(),
+                                                      error=f"PAUSE send: {e!r}"))
+            lossless.frames.clear()
+        if lossless.verdicts:
+            self.nfq.send_verdicts(lossless.verdicts)
+            lossless.verdicts.clear()
+
+    def _serve_pause(self, sock: socket.socket, ifindex: int) -> None:
+        """Every PAUSE frame waiting on port ``ifindex``'s socket."""
+        while True:
+            try:
+                frame = sock.recv(128)
+            except (BlockingIOError, InterruptedError):
+                break
+            self.lossless.on_pause_frame(ifindex, frame, time.monotonic())
+        self._flush_lossless()
+
+    def _open_mac_sockets(self) -> None:
+        """A raw socket per lossless port, for the PAUSE frames it sends (past the
+        port's qdisc) and receives; each frame's source is the port's own MAC."""
+        proto = socket.htons(ETH_P_MAC_CONTROL)
+        for ifindex, port in self.lossless.ports.items():
+            s = self.ns.socket(socket.AF_PACKET, socket.SOCK_RAW, proto)
+            s.setsockopt(SOL_PACKET, PACKET_QDISC_BYPASS, 1)
+            s.bind((port.name, ETH_P_MAC_CONTROL))
+            s.setblocking(False)
+            port.mac = s.getsockname()[4]
+            self.mac_sockets[ifindex] = s
 
     # --- control ---------------------------------------------------------------
     def _command(self, kind: str, args: dict) -> dict:
@@ -223,6 +299,8 @@ class Agent:
         sampler, all in the switch's namespace."""
         cfg = self.cfg
         self.nfq = self.ns.run(NfQueue, cfg.queue_num)
+        if self.lossless is not None:
+            self._open_mac_sockets()
         if cfg.control_name:
             # abstract: visible only in this (the switch's) network namespace
             self.ctl = self.ns.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -249,7 +327,11 @@ class Agent:
         if now >= self.next_flush:
             self.telemetry.flush()
             self.next_flush = now + FLUSH_S
-        return min(self.next_sample, self.next_kernel, self.next_flush)
+        wake = min(self.next_sample, self.next_kernel, self.next_flush)
+        if self.lossless is not None:
+            wake = min(wake, self.lossless.due(now))
+            self._flush_lossless()
+        return wake
 
     def _shutdown(self, group_size: int = 1) -> None:
         usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -259,6 +341,17 @@ class Agent:
                            cpu_s=cpu / group_size,
                            process={"pid": os.getpid(), "switches": group_size, "cpu_s": cpu,
                                     "sys_s": usage.ru_stime})
+        if self.lossless is not None:
+            for rec in self.lossless.records(time.monotonic()):
+                self.telemetry.write(rec)
+            if self.nfq is not None:        # what is still held goes (nobody waits for it)
+                for port in self.lossless.ports.values():
+                    for q in port.held:
+                        self.lossless.verdicts.extend((pid, v) for pid, v, _, _ in q)
+                        q.clear()
+                self._flush_lossless()
+            for s in self.mac_sockets.values():
+                s.close()
         if self.nfq is not None:
             self.nfq.close()
         if self.kernel is not None:
@@ -303,12 +396,19 @@ def serve(agents: list[Agent], running) -> None:
         work = {}
         for a in agents:
             poller.register(a.nfq.fileno(), select.POLLIN)
-            work[a.nfq.fileno()] = (a.nfq.process, a.pipeline.handle)
+            if a.lossless is None:
+                work[a.nfq.fileno()] = (a.nfq.process, a.pipeline.handle)
+            else:
+                work[a.nfq.fileno()] = (a._serve_lossless, True)
+                for ifindex, s in a.mac_sockets.items():
+                    poller.register(s.fileno(), select.POLLIN)
+                    work[s.fileno()] = (lambda a=a, s=s, i=ifindex: a._serve_pause(s, i), None)
             if a.ctl:
                 poller.register(a.ctl.fileno(), select.POLLIN)
                 work[a.ctl.fileno()] = (a._serve_control, None)
         monotonic = time.monotonic
         wake = min(a.timers(monotonic()) for a in agents)
+        lossless = [a.lossless for a in agents if a.lossless is not None]
         while running():
             timeout_ms = max(0, int((wake - monotonic()) * 1000) + 1)
             try:
@@ -321,6 +421,9 @@ def serve(agents: list[Agent], running) -> None:
                     fn(handle, clock=monotonic)
                 else:
                     fn()
+            for ll in lossless:             # a held packet's release, a PAUSE's end
+                if ll.wake < wake:
+                    wake = ll.wake
             now = monotonic()
             if now >= wake:
                 wake = min(a.timers(now) for a in agents)

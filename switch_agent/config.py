@@ -157,6 +157,10 @@ class AgentConfig(Codec):
     control_name: str | None = None         # abstract socket (switch_agent.control)
     trace_arrivals: bool = False            # every queued packet into telemetry at the end
     pfc: PfcParams | None = None            # lossless ports (802.1Qbb); None: drop-tail
+    # pfc: the largest frame (the MTU's, its L2 header included), which sizes what a
+    # lossless port lets into its qdisc (switch_agent.lossless); ACK/NAK/CNP never paused
+    pfc_frame_bytes: int = 4154
+    pfc_control_priority: bool = True
 
     def __post_init__(self):
         check(self.scheme in SWITCH_SCHEMES, "scheme", self.scheme, f"allowed: {', '.join(SWITCH_SCHEMES)}")

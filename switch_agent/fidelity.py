@@ -11,6 +11,11 @@ samples of the kernel's qdisc (``kernel_queues``) next to the agent's queue mode
   the link is emulated faithfully (below: the shaper was starved of CPU; above: it let
   bursts through).
 
+On a lossless port the agent holds most of the queue itself (``switch_agent.lossless``):
+the model's backlog less what the agent holds is compared with the qdisc's, and the
+whole backlog (held and qdisc) says whether the port is busy; an interval the port spent
+partly paused by its far end is not judged.
+
 Pure: the caller passes times, backlogs and byte counters.
 """
 
@@ -30,26 +35,32 @@ class PortFidelity:
     busy_sent_bytes: float = 0.0
     busy_expected_bytes: float = 0.0
     busy_util_min: float | None = None
-    _last: tuple | None = field(default=None, repr=False)   # (t_s, sent_bytes, backlog)
+    _last: tuple | None = field(default=None, repr=False)   # (t, sent, backlog, paused)
 
     def sample(self, t_s: float, model_backlog: float, kernel_backlog: float,
-               sent_bytes: int) -> None:
+               sent_bytes: int, held_bytes: float = 0.0, paused_s: float = 0.0) -> None:
+        """One sample. On a lossless port (``switch_agent.lossless``) ``held_bytes`` of the
+        model's backlog wait in the agent, not in the qdisc, and ``paused_s`` is the time
+        the port has been paused so far: an interval with a pause in it is not judged
+        busy (a paused port is not an idle one)."""
+        model_backlog -= held_bytes
         if max(model_backlog, kernel_backlog) >= self.min_queue_bytes:
             err = abs(model_backlog - kernel_backlog)
             self.samples += 1
             self.err_sum_bytes += err
             self.err_max_bytes = max(self.err_max_bytes, err)
         if self._last is not None:
-            t0, sent0, backlog0 = self._last
+            t0, sent0, backlog0, paused0 = self._last
             expected = self.rate_bps / 8 * (t_s - t0)
-            if expected > 0 and backlog0 >= expected and sent_bytes >= sent0:
+            if expected > 0 and backlog0 >= expected and sent_bytes >= sent0 \
+                    and paused_s == paused0:
                 util = (sent_bytes - sent0) / expected
                 self.busy_intervals += 1
                 self.busy_sent_bytes += sent_bytes - sent0
                 self.busy_expected_bytes += expected
                 self.busy_util_min = util if self.busy_util_min is None \
                     else min(self.busy_util_min, util)
-        self._last = (t_s, sent_bytes, kernel_backlog)
+        self._last = (t_s, sent_bytes, kernel_backlog + held_bytes, paused_s)
 
     def summary(self) -> dict:
         return {"queue_samples": self.samples,

@@ -315,12 +315,27 @@ def _sim(**lossless) -> SimStats:
 
 
 def test_a_lossless_fabric_that_dropped_is_not_faithful_and_says_why():
-    ok = fidelity(Measurements(sim=_sim(flow_control="pfc", pauses=40)), RATE_BPS, 4096,
-                  [1.2], [])
+    from emulator.analysis.report import lossless
+    meas = Measurements(sim=_sim(flow_control="pfc", pauses=40))
+    ok = fidelity(meas, RATE_BPS, 4096, [1.2], [], lossless=lossless(meas))
     assert ok.faithful, ok.reasons
-    dropped = fidelity(Measurements(sim=_sim(flow_control="pfc", pfc_drops=3)), RATE_BPS,
-                       4096, [1.2], [])
+    meas = Measurements(sim=_sim(flow_control="pfc", pfc_drops=3))
+    dropped = fidelity(meas, RATE_BPS, 4096, [1.2], [], lossless=lossless(meas))
     assert not dropped.faithful
     assert dropped.reasons == ["a lossless fabric dropped 3 frames: a switch buffer too "
                                "small for its ports' headroom ([pfc] buffer_bytes, "
                                "headroom_bytes)"]
+
+
+def test_a_lossless_port_is_judged_on_its_qdisc_part_and_a_paused_interval_is_not_busy():
+    """switch_agent/lossless.py holds most of a lossless port's queue: the model's backlog
+    less the held bytes is what the qdisc must show, and an interval with a pause in it
+    (the port sent nothing for part of it) does not count against the rate."""
+    p = PortFidelity(RATE_BPS)
+    per_s = RATE_BPS / 8
+    p.sample(0.0, 60_000, 10_000, 0, held_bytes=50_000, paused_s=0.0)     # 0.05 s: 31250 B
+    p.sample(0.05, 60_000, 10_000, int(0.01 * per_s), held_bytes=50_000, paused_s=0.04)
+    p.sample(0.10, 60_000, 10_000, int(0.06 * per_s), held_bytes=50_000, paused_s=0.04)
+    s = p.summary()
+    assert s["queue_samples"] == 3 and s["queue_err_max_bytes"] == 0
+    assert s["busy_intervals"] == 1 and s["busy_util"] == pytest.approx(1.0)

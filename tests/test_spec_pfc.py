@@ -94,9 +94,3 @@ def test_routes_that_could_deadlock_are_refused_and_a_link_down_that_makes_them_
                                         r" leaves a cycle of links that can pause each other"):
         load(base, [PFC] + spec[1:2] + spec[4:])
 
-
-def test_the_emulation_refuses_a_lossless_fabric_in_one_line(capsys):
-    from emulator.cli.common import fits
-    assert not fits("run", load(FIG9, [PFC]), "baseline", 1, force=True)
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is simulated only" in err and "--backend sim" in err

@@ -215,8 +215,8 @@ def _median_of(y: SplitMedians) -> float:
 
 def print_drops(summary: Summary) -> None:
     """How many packets the switches dropped per run (drop-tail buffers and NFQUEUE; the
-    paper's simulator is lossless, PFC: simulated here, ``topology.flow_control``); on a
-    lossless fabric, how often it paused and whether it dropped."""
+    paper's simulator is lossless: PFC, ``topology.flow_control``); on a lossless
+    fabric, how often it paused and whether it dropped."""
     pfc = [r.lossless for r in summary.runs if r.lossless is not None]
     if pfc:
         paused = [x for x in pfc if x.pauses]
@@ -236,7 +236,8 @@ def print_drops(summary: Summary) -> None:
     if not drops:
         return
     hit = [(s, d) for s, d in drops if d]
-    print(f"\nswitch drops (drop-tail; the paper's fabric was lossless): {len(hit)} of "
+    fabric = "lossless" if pfc else "drop-tail; the paper's fabric was lossless"
+    print(f"\nswitch drops ({fabric}): {len(hit)} of "
           f"{len(drops)} runs dropped packets"
           + (f", at most {max(d for _, d in hit)} in one run" if hit else ""))
 

@@ -25,7 +25,7 @@ from emulator.analysis.summary import (
 from emulator.plan.layout import collective_bytes, theoretical_cct_s
 from emulator.spec.schemes import SCHEMES
 from emulator.rundir import DamagedRun, OlderRun, RunFolder, run_folders
-from runtime.records import CollectiveDone, FlowSent, MessageSummary, RecordError
+from runtime.records import CollectiveDone, FlowSent, MessageSummary, PortPause, RecordError
 
 
 def analyze_run(rundir: str, twin: bool = True) -> RunResult:
@@ -65,8 +65,9 @@ def analyze_run(rundir: str, twin: bool = True) -> RunResult:
     scheme = SCHEMES.get(man.scheme)                     # None: a model-only scheme
     lossy = (scheme is not None and scheme.may_starve) or any(
         e.what.loses_packets for e in plan.perturbations)
+    pfc = lossless(meas, run)
     fid = verdict.fidelity(meas, rate, mtu, ratios, wrong, transport, lossy, floors,
-                           verdict.server_of_hosts(plan.fabric))
+                           verdict.server_of_hosts(plan.fabric), pfc)
     replayed = man.backend == "emulation" and bool(jobs or messages) and run.done
     replay = split.replay(run, twin) if replayed else None
     if replayed:
@@ -80,19 +81,30 @@ def analyze_run(rundir: str, twin: bool = True) -> RunResult:
                      order=sorted({lay.order for lay in lays}), jobs=jobs,
                      together_throughput_bps=together, transport=transport, fidelity=fid,
                      replayed=replayed, split=replay, messages=messages, overlap_s=overlap,
-                     lossless=lossless(meas))
+                     lossless=pfc)
 
 
-def lossless(meas) -> Lossless | None:
-    """A lossless fabric's pauses and drops (``measurements.json``'s ``sim``); None on a
-    drop-tail fabric."""
+def lossless(meas, run: RunFolder | None = None) -> Lossless | None:
+    """A lossless fabric's pauses and drops; None on a drop-tail fabric. Simulated: from
+    ``measurements.json``'s ``sim``; emulated: from the ``PortPause`` records the switch
+    agents and the hosts wrote (the frames the switches sent, what every port honoured,
+    the frames a switch's buffer could not take)."""
     sim = meas.sim
-    if sim is None or sim.flow_control != "pfc":
+    if sim is not None:
+        if sim.flow_control != "pfc":
+            return None
+        paused = list(sim.paused_s.values())
+        return Lossless(pauses=sim.pauses, resumes=sim.resumes, ports_paused=len(paused),
+                        paused_s=sum(paused), max_paused_s=max(paused, default=0.0),
+                        drops=sim.pfc_drops)
+    if run is None or run.plan.fabric.flow_control != "pfc":
         return None
-    paused = list(sim.paused_s.values())
-    return Lossless(pauses=sim.pauses, resumes=sim.resumes, ports_paused=len(paused),
+    switches = [x for sw in run.plan.agents for x in run.agent_records(sw, PortPause)]
+    paused = [x.paused_s for x in switches + run.host_records(PortPause) if x.paused_s > 0]
+    return Lossless(pauses=sum(x.pauses_tx for x in switches),
+                    resumes=sum(x.resumes_tx for x in switches), ports_paused=len(paused),
                     paused_s=sum(paused), max_paused_s=max(paused, default=0.0),
-                    drops=sim.pfc_drops)
+                    drops=sum(x.drops for x in switches))
 
 
 def _jobs(run: RunFolder, flows: list, t0: float, started: bool, wrong: list[str]):

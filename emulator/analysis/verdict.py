@@ -87,13 +87,14 @@ def _on(node: str, server_of: dict | None) -> str:
 
 def fidelity(meas: Measurements, rate_bps: float, mtu: int, ratios: list, wrong: list,
              transport: Transport | None = None, lossy: bool = False,
-             floors: list | None = None, server_of: dict | None = None) -> Fidelity:
+             floors: list | None = None, server_of: dict | None = None,
+             lossless=None) -> Fidelity:
     """The run's verdict: a reason for each way its emulation can be trusted less
-    (``server_of``: host -> server, when the fabric spans several)."""
+    (``server_of``: host -> server, when the fabric spans several; ``lossless``: a
+    lossless fabric's ``summary.Lossless``)."""
     reasons = []
-    sim = meas.sim
-    if sim is not None and sim.flow_control == "pfc" and sim.pfc_drops:
-        reasons.append(f"a lossless fabric dropped {sim.pfc_drops} frames: a switch buffer "
+    if lossless is not None and lossless.drops:
+        reasons.append(f"a lossless fabric dropped {lossless.drops} frames: a switch buffer "
                        f"too small for its ports' headroom ([pfc] buffer_bytes, "
                        f"headroom_bytes)")
     cpu = meas.cpu_busy

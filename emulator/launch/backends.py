@@ -109,10 +109,6 @@ class Emulation(Backend):
         # in one line (emulator.cli) before anything is written
         from emulator.launch import runner  # noqa: F401
         from emulator.launch import capacity, capture
-        if spec.topology.flow_control == "pfc":          # issue 43: simulated half only
-            raise BackendError(f"{spec.path}{label}: topology.flow_control = 'pfc' is "
-                               "simulated only (the emulated switches send no PAUSE frames "
-                               "yet): run it with --backend sim")
         from topologies.wiring import switch_names
         try:
             capture.check_points(capture.parse_points(opts.pcap), spec.topology.host_names,

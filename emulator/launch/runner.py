@@ -130,9 +130,6 @@ def run_one(spec: Spec, scheme: str, seed: int, rundir: str, progress=None,
     before the job starts until it ended. ``repeat``: which run of this seed it is (the
     same plan again: only the machine's timing differs)."""
     plan = planning.compile(spec, scheme, seed)
-    if plan.fabric.flow_control != "drop":
-        raise ValueError(f"{spec.path}: topology.flow_control = {plan.fabric.flow_control!r} "
-                         "is simulated only: run it with --backend sim")
     folder = RunFolder(rundir)
     # an earlier, unfinished try of this very run (killed, or interrupted): its partial
     # telemetry must not mix with this one's

@@ -26,9 +26,11 @@ from emulator.spec.schema import Spec
 from emulator.spec.schemes import Scheme, scheme as scheme_named
 from hosts.cc import CcConfig, algorithm
 from hosts.config import HostConfig, RankConfig, TransportParams
+from runtime import wire
 from runtime.codec import Codec
 from runtime.scale import Scale
 from switch_agent.config import AgentConfig, RedParams, SymphonyParams
+from switch_agent.queue_model import L2_HEADER_BYTES
 from topologies import wiring
 
 
@@ -117,6 +119,8 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
     lays = tuple(job_layout(j, t, sc.time_s, spec.collective.order) for j in spec.jobs)
     hosts = (_message_hosts(spec, sc, rate, seed) if spec.messages
              else _rank_hosts(spec, sc, rate, lays, seed))
+    if t.flow_control == "pfc":         # each NIC honours its leaf's PAUSE frames
+        hosts = {n: replace(h, pfc=True) for n, h in hosts.items()}
     timed = _timed(spec, sc, sch, rate)
     return RunPlan(spec.name, sch, seed, sc, fab, lays, hosts, agents, timed,
                    spec.run.timeout_s, spec.transport.mtu_bytes,
@@ -138,7 +142,9 @@ def agent_config(spec: Spec, sc: Scale, hook: str, seed: int, switch: str) -> Ag
                                 tracking=sy.tracking),
         trace_arrivals=sw.trace_arrivals,
         pfc=spec.pfc.params(spec.topology.link_rate_gbps, spec.transport.mtu_bytes)
-        if spec.topology.flow_control == "pfc" else None)
+        if spec.topology.flow_control == "pfc" else None,
+        pfc_frame_bytes=spec.transport.mtu_bytes + wire.OVERHEAD_BYTES + L2_HEADER_BYTES,
+        pfc_control_priority=spec.pfc.control_priority)
 
 
 def port_toward(spec: Spec, switch: str, neighbor: str) -> str:

@@ -12,7 +12,7 @@ al.'s DCQCN with the paper's text's thresholds); the same keys as ``hpcc``.
 [46], the HPCC ns-3 simulator). Each setting below names the file and function of that
 simulator's code it follows (simulation/src/point-to-point/model/ and simulation/run.py
 with ``--cc dcqcn``). The profile leaves the fabric as the spec has it: HPCC's lossless
-PFC over a shared switch buffer is ``topology.flow_control = "pfc"`` (simulated only;
+PFC over a shared switch buffer is ``topology.flow_control = "pfc"`` (both backends;
 docs/architecture.md §5.6), its default drop-tail ports with every run counting its
 drops. What it cannot give: marking at dequeue (HPCC's switch decides on the bytes a
 packet leaves behind, ours on the backlog it finds).

@@ -154,7 +154,7 @@ class TopologySpec:
     ssh: bool = False
     ssh_config: str = ""
     underlay_gbps: float = _num(0.0, 0.0, 1e5, " Gb/s")
-    flow_control: str = "drop"       # drop | pfc (the paper's lossless fabric; simulator only)
+    flow_control: str = "drop"       # drop | pfc (the paper's lossless fabric: 802.1Qbb PFC)
     server_targets: tuple = ()       # from `servers = [...]`: real servers
     underlay: tuple = ()
 
