@@ -179,7 +179,7 @@ class Agent:
     def _serve_lossless(self, _handle=None, clock=time.monotonic) -> None:
         """A burst of the queue on a lossless switch, then the verdicts and PAUSE frames
         it made due, in as few system calls as they take."""
-        self.nfq.process(self.handle_lossless, clock=clock, held=True)
+        self.nfq.process(self.handle_lossless, clock=clock, hold=True)
         self._flush_lossless()
 
     def _flush_lossless(self) -> None:

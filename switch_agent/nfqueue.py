@@ -78,7 +78,7 @@ class NfQueueError(OSError):
 
 
 # handler(payload, outdev_ifindex) -> None (accept as is), b"" (drop) or new payload bytes;
-# with ``held=True`` handler(payload, outdev, now, indev, packet_id) may also return HOLD
+# with ``hold=True`` handler(payload, outdev, now, indev, packet_id) may also return HOLD
 Handler = Callable[[memoryview, int], "bytes | None"]
 HOLD = object()     # no verdict now: the handler keeps the packet id and sends it later
 
@@ -145,9 +145,9 @@ class NfQueue:
         return self.sock.fileno()
 
     def process(self, handler: Handler, max_packets: int = 256, clock=None,
-                held: bool = False) -> int:
+                hold: bool = False) -> int:
         """Receive up to ``max_packets`` queued packets, call ``handler`` on each in order
-        (``handler(payload, outdev, clock())`` when a ``clock`` is given; with ``held``,
+        (``handler(payload, outdev, clock())`` when a ``clock`` is given; with ``hold``,
         ``handler(payload, outdev, clock(), indev, packet_id)``, which may answer
         :data:`HOLD` and give the verdict later by :meth:`send_verdicts`), then send all
         their verdicts in one datagram. Returns the number handled."""
@@ -226,7 +226,7 @@ class NfQueue:
                     new = None
                 elif clock is None:
                     new = handler(payload, outdev)
-                elif held:
+                elif hold:
                     new = handler(payload, outdev, clock(), indev, pid)
                     if new is HOLD:
                         continue

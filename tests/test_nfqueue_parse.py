@@ -81,7 +81,7 @@ def test_no_stamped_packet_gives_no_hold_time():
 
 
 def test_a_held_packet_gets_its_verdict_later_and_the_handler_sees_its_input_port():
-    """A lossless port's agent (switch_agent/lossless.py): ``held`` hands the handler the
+    """A lossless port's agent (switch_agent/lossless.py): ``hold`` hands the handler the
     input interface and the packet id; HOLD gives no verdict now, send_verdicts later."""
     msgs = [_packet_message(pid, 5, b"p%d" % pid, None) for pid in (7, 8, 9)]
     q = _queue([b"".join(msgs)])
@@ -94,9 +94,18 @@ def test_a_held_packet_gets_its_verdict_later_and_the_handler_sees_its_input_por
             return nfq.HOLD
         return None
 
-    assert q.process(handler, clock=lambda: 1.0, held=True) == 3
+    assert q.process(handler, clock=lambda: 1.0, hold=True) == 3
     assert seen == [(b"p7", 5, 2), (b"p8", 5, 2), (b"p9", 5, 2)]
     assert q.sock.sent == [b"A" * 28 + struct.pack("!I", 7) + b"A" * 28 + struct.pack("!I", 9)]
     assert kept == [struct.pack("!I", 8)]
     q.send_verdicts([(kept[0], b"")])
     assert q.sock.sent[1] == b"D" * 28 + struct.pack("!I", 8)
+
+
+def test_with_a_clock_and_no_hold_the_handler_gets_payload_port_and_time():
+    """The drop-tail agent's call (stamped packets: the hold statistics are kept too)."""
+    q = _queue([_packet_message(3, 4, b"x", time.time() - 0.01)])
+    seen = []
+    assert q.process(lambda p, dev, now: seen.append((bytes(p), dev, now)), clock=lambda: 2.0) == 1
+    assert seen == [(b"x", 4, 2.0)]
+    assert q.sock.sent == [b"A" * 28 + struct.pack("!I", 3)]
