@@ -2,7 +2,7 @@
 paper: what losslessness changes in each comparison, and how often the fabric paused.
 
     .venv/bin/python benchmarks/fabrics.py [--spec fig5 | --spec fig4:from-start ...] [--seeds 20]
-        [--out runs/out/fabrics] [--jobs 1] [--write docs/data/fabrics.md]
+        [--backend sim | emulation] [--out runs/out/fabrics] [--jobs 1] [--write docs/data/fabrics.md]
 
 Per spec, ``symphony-emu sweep SPEC --backend sim --param topology.flow_control=drop,pfc``
 with the schemes baseline, symphony and pq (resumable: an interrupted measurement goes on
@@ -12,6 +12,9 @@ paused port's time added, ``measurements.json``'s ``sim.paused_s``); and each pa
 Symphony and PQ against the baseline, Symphony against PQ -- on the median CCT and the
 JCT, paired by seed (``emulator.analysis.stats.paired``: the median difference with its
 95 % interval). Only faithful runs are compared; the table says how many were not.
+``--backend emulation`` (root) runs the same on the emulated fabric, real PAUSE frames
+and all (docs/architecture.md §5.6); its drops are every switch's (queue model, fault,
+NFQUEUE) and its pauses the switch agents' records (``report.lossless``).
 
 The default buffers are each fabric's own: drop-tail ``topology.buffer_bytes`` per port
 (512 KiB), PFC HPCC's shared buffer per switch (``[pfc] buffer_bytes``, 3.2 MiB at 10
@@ -29,6 +32,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from emulator import home                                      # noqa: E402
+from emulator.analysis import report, verdict                  # noqa: E402
 from emulator.analysis.stats import paired                     # noqa: E402
 from emulator.launch import sweep                              # noqa: E402
 from emulator.launch.backends import Options                   # noqa: E402
@@ -42,24 +46,30 @@ PAIRS = (("symphony", "baseline"), ("pq", "baseline"), ("symphony", "pq"))
 METRICS = (("median_cct_s", "CCT"), ("jct_s", "JCT"))
 
 
-def measure(spec: str, out: str, seeds: int, jobs: int, sets: list[str]) -> dict:
+def measure(spec: str, out: str, seeds: int, jobs: int, sets: list[str],
+            backend: str = "sim") -> dict:
     """fabric -> scheme -> seed -> the run's row, with its drops and pauses; ``spec``:
     a spec in runs/ by name, or NAME:VARIANT for one of its [[variants]] alone."""
     name, _, variant = spec.partition(":")
     where = os.path.join(out, spec.replace(":", "-"))
+    if backend != "sim":
+        where = os.path.join(out, backend, spec.replace(":", "-"))
     rows = sweep.run_sweep(home.path("runs", name + ".toml"), where,
                            ["topology.flow_control=" + ",".join(FABRICS)], sets,
                            list(SCHEMES), list(range(1, seeds + 1)), None,
-                           [variant] if variant else None, "sim",
+                           [variant] if variant else None, backend,
                            plots=False, opts=Options(jobs=jobs))
     got: dict = {f: {s: {} for s in SCHEMES} for f in FABRICS}
     for r in rows:
         fabric = r["point"].rsplit("=", 1)[1]
         run = RunFolder(os.path.join(where, r["point"], f"{r['scheme']}-seed{r['seed']}"))
-        sim = run.measurements.sim
+        meas = run.measurements
+        pfc = report.lossless(meas, run)
+        sim = meas.sim
+        drops = sim.port_drops if sim is not None else verdict.switch_losses(meas)
         got[fabric][r["scheme"]][r["seed"]] = dict(
-            r, drops=sim.port_drops + sim.pfc_drops, pauses=sim.pauses,
-            paused_s=sum(sim.paused_s.values()))
+            r, drops=drops + (pfc.drops if pfc else 0), pauses=pfc.pauses if pfc else 0,
+            paused_s=pfc.paused_s if pfc else 0.0)
     return got
 
 
@@ -71,8 +81,11 @@ def pair(runs: dict, a: str, b: str, metric: str) -> str:
     if len(seeds) < 2:
         return "n/a"
     p = paired([runs[b][k][metric] for k in seeds], [runs[a][k][metric] for k in seeds])
-    if p.median_ci is None:                  # too few pairs for a 95 % interval
-        return f"{p.median:+.1%} (no interval at {len(seeds)} pairs)"
+    if p.median_ci is None:    # too few pairs for the median's interval: the mean's
+        mean = (f"; mean {p.mean:+.1%} [{p.mean_ci[0]:+.1%}, {p.mean_ci[1]:+.1%}]"
+                if p.mean_ci else "")
+        return f"{p.median:+.1%} (no interval at {len(seeds)} pairs{mean}; " \
+               f"lower in {p.lower} of {len(seeds)})"
     lo, hi = p.median_ci
     return f"{p.median:+.1%} [{lo:+.1%}, {hi:+.1%}] ({p.verdict}, {len(seeds)})"
 
@@ -105,16 +118,21 @@ def main(argv=None) -> int:
     ap.add_argument("--spec", action="append", help="a spec in runs/ by name, NAME:VARIANT for one variant (repeatable; "
                     f"default: {', '.join(SPECS)})")
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--backend", choices=("sim", "emulation"), default="sim",
+                    help="the simulation (default) or the emulated fabric (root)")
     ap.add_argument("--out", default=home.path("runs", "out", "fabrics"))
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--write", metavar="FILE", help="also write the table to FILE (markdown)")
     a = ap.parse_args(argv)
-    results = {s: measure(s, a.out, a.seeds, a.jobs, a.set) for s in a.spec or SPECS}
+    results = {s: measure(s, a.out, a.seeds, a.jobs, a.set, a.backend)
+               for s in a.spec or SPECS}
     lines = table(results)
     cmd = ("benchmarks/fabrics.py " + " ".join(f"--spec {s}" for s in a.spec or ())
-           + f" --seeds {a.seeds}" + "".join(f" --set {s}" for s in a.set)).replace("  ", " ")
-    text = "\n".join([f"Simulated, {a.seeds} seeds a scheme, `{cmd}`; each cell: the median "
+           + f" --seeds {a.seeds}" + (f" --backend {a.backend}" if a.backend != "sim" else "")
+           + "".join(f" --set {s}" for s in a.set)).replace("  ", " ")
+    how = "Simulated" if a.backend == "sim" else "Emulated"
+    text = "\n".join([f"{how}, {a.seeds} seeds a scheme, `{cmd}`; each cell: the median "
                       "paired difference [95 % interval] (verdict, pairs).", ""] + lines)
     print(text)
     if a.write:

@@ -6,7 +6,14 @@ frames: leaf0's agent sends them out of its ports toward h0 and h1, their NICs s
 It must end as the simulation does: no drop, no retransmission, both messages whole,
 each sender paused for about the time the arithmetic gives (1.2532 s; test_sim_pfc's
 docstring), and every PAUSE a host counted is in the capture at its interface, decoded
-by tshark as 802.1Qbb (MAC control opcode 0x0101, class 3)."""
+by tshark as 802.1Qbb (MAC control opcode 0x0101, class 3).
+
+Then the same incast one hop further up (``SPINE_INCAST``, 2 MiB each, a 1 MiB shared
+buffer a switch so that the pause reaches the hosts): h0 on leaf0 and h1 on leaf1
+send to h2 on leaf2 through the one spine, whose port toward leaf2 is the bottleneck;
+the spine pauses the leaves, whose agents stop releasing toward it and, full in turn,
+pause their hosts -- PAUSE between two switch agents, and its spread back to the
+senders."""
 
 import csv
 import json
@@ -29,6 +36,14 @@ SETS = ["messages.0.start_ms=0.0", "switch.red=false", 'transport.congestion_con
 RATE = 10e9 / 2000
 FRAME_S = 4154 * 8 / RATE             # 6.6464 ms
 PAUSED_S = 1.2532                     # each sender, by test_sim_pfc's arithmetic
+SPINE_INCAST = ('name = "spine-incast"\n[scale]\ndilation = 2000\n'
+                '[topology]\nkind = "leafspine"\nleaves = 3\nspines = 1\nhosts_per_leaf = 1\n'
+                'link_rate_gbps = 10.0\nflow_control = "pfc"\n'
+                '[pfc]\nbuffer_bytes = 1048576\n'
+                '[transport]\ncongestion_control = "none"\n[switch]\nred = false\n'
+                '[[messages]]\nsrc = "h0"\ndst = "h2"\nbytes = 2097152\n'
+                '[[messages]]\nsrc = "h1"\ndst = "h2"\nbytes = 2097152\n'
+                '[run]\nschemes = ["baseline"]\nseeds = [1]\ntimeout_s = 120\n')
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +112,39 @@ def test_tshark_decodes_every_pause_in_the_capture_as_pfc(incast):
         assert xoff + xon == len(frames)
         r = hosts[f"{h}-eth0"]
         assert (xoff, xon) == (r.pauses_rx, r.resumes_rx)
+
+
+@pytest.fixture(scope="module")
+def spine_incast(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pfc-spine")
+    spec = tmp / "spine-incast.toml"
+    spec.write_text(SPINE_INCAST)
+    p = subprocess.run([sys.executable, "-m", "emulator.cli", "run", str(spec), "--no-plots",
+                        "--out", str(tmp / "out")],
+                       cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return tmp / "out" / "baseline-seed1"
+
+
+def test_a_spine_pauses_the_leaves_and_they_pause_their_hosts_without_a_drop(spine_incast):
+    folder = RunFolder(str(spine_incast))
+    recv = folder.host_records(FlowReceived)
+    assert len(recv) == 2 and all(r.bytes == 2 << 20 for r in recv)
+    assert sum(f.retransmits + f.timeouts for f in folder.host_records(FlowSent)) == 0
+    spine = {r.port: r for r in folder.agent_records("spine0", PortPause)}
+    leaves = {sw: {r.port: r for r in folder.agent_records(sw, PortPause)}
+              for sw in ("leaf0", "leaf1")}
+    print("\n" + "; ".join(f"{p}: {r.pauses_tx} XOFF out" for p, r in sorted(spine.items()))
+          + "; " + "; ".join(f"{p}: paused {r.paused_s:.3f} s" for ports in leaves.values()
+                             for p, r in sorted(ports.items()) if r.pauses_rx))
+    sent = {p: r.pauses_tx for p, r in spine.items() if r.pauses_tx}
+    assert len(sent) == 2, spine                       # toward leaf0 and leaf1
+    for sw, ports in leaves.items():                   # each leaf's uplink was paused ...
+        up = [r for r in ports.values() if r.pauses_rx]
+        assert len(up) == 1 and up[0].paused_s > 0.1, (sw, ports)
+        assert all(r.drops == 0 for r in ports.values())
+    assert sum(sent.values()) == sum(r.pauses_rx for ports in leaves.values()
+                                     for r in ports.values())
+    hosts = {r.port: r for r in folder.host_records(PortPause)}
+    assert {"h0-eth0", "h1-eth0"} <= set(hosts)        # ... and paused its host in turn
+    assert all(r.drops == 0 for r in spine.values())

@@ -27,6 +27,7 @@ def test_a_figure_on_two_backends_becomes_rows_then_a_page(tmp_path, capsys):
         for s in schemes}
     assert all(r["figure"] == "fig5" and r["git_revision"] and float(r["median_cct_s"]) > 0
                for r in rows)
+    assert {r["fabric"] for r in rows} == {"pfc"}        # runs/fig5.toml: the paper's
     # resumable: run again, nothing is run anew, the same data
     capsys.readouterr()
     rp.reproduce(["fig5"], ["sim"], str(out), str(data), seeds=2, jobs=1)
@@ -34,6 +35,7 @@ def test_a_figure_on_two_backends_becomes_rows_then_a_page(tmp_path, capsys):
     assert _rows(path) == rows              # the model's rows kept, the simulation's equal
     text = figures.page(str(data), rp.RUNS)
     assert "## fig5" in text and "| symphony | -22 % |" in text    # the paper's, from data
+    assert "; fabric: simulation lossless (PFC)." in text
     assert "| pq |" in text and "too few" not in text
     line = next(x for x in text.splitlines() if x.startswith("| symphony | -22 %"))
     assert line.count("(2)") == 1 and line.endswith("undecided (2) | - |"), line

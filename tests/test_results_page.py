@@ -115,3 +115,15 @@ def test_a_figure_lists_its_schemes_in_one_order_whatever_order_its_rows_come_in
                                     re.M)))
     assert orders == {("baseline", "ideal-priority", "pq", "symphony",
                        "ideal-priority", "pq", "symphony")}
+
+
+def test_a_row_says_its_fabric_and_one_written_before_the_column_ran_drop_tail():
+    row = {"figure": "fig5", "variant": "", "backend": "sim", "scheme": "baseline",
+           "seed": "1", "git_revision": "abc", "faithful": "True", "wall_s": "",
+           "median_cct_s": "3.3"}
+    assert FigureRow.parse(row).fabric == "drop"
+    assert FigureRow.parse(dict(row, fabric="pfc")).fabric == "pfc"
+    text = figures.figure_section("fig5", [FigureRow.parse(dict(row, fabric="pfc")),
+                                           FigureRow.parse(dict(row, backend="emulation"))],
+                                  (), "cct")
+    assert "; fabric: simulation lossless (PFC), emulation drop-tail." in text

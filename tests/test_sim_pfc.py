@@ -42,7 +42,8 @@ def run(tmp_path, sets, name):
 
 
 def test_drop_tail_with_a_small_buffer_drops_and_resends(tmp_path):
-    _, meas, folder = run(tmp_path, ["topology.buffer_bytes=65536"], "drop")
+    _, meas, folder = run(tmp_path, ['topology.flow_control="drop"',
+                                     "topology.buffer_bytes=65536"], "drop")
     assert meas.sim.flow_control == "drop" and meas.sim.pauses == 0
     assert meas.sim.port_drops > 100 and meas.sim.drops_by_port == {
         "leaf0-eth3": meas.sim.port_drops}
@@ -146,6 +147,26 @@ def test_a_lossless_run_reports_its_pauses_in_the_summary_tables_trace_and_conso
 
 
 def test_a_drop_tail_run_has_no_lossless_part(tmp_path):
-    run(tmp_path, [], "drop")
+    run(tmp_path, ['topology.flow_control="drop"'], "drop")
     (r,) = report.summarize(str(tmp_path), plots=False).runs
     assert r.lossless is None
+
+
+def test_a_spine_pauses_the_leaves_and_they_pause_their_hosts(tmp_path):
+    """tests/test_pfc_emulation.py's spine incast, simulated: h0 (leaf0) and h1 (leaf1)
+    into h2 (leaf2) through one spine. The spine's port toward leaf2 is the bottleneck;
+    it pauses both leaves' uplinks, and they their hosts; nothing is dropped."""
+    from tests.test_pfc_emulation import SPINE_INCAST
+    path = tmp_path / "spine.toml"
+    path.write_text(SPINE_INCAST)
+    rundir = str(tmp_path / "run")
+    meas = simrun.run_sim(load(str(path)), "baseline", 1, rundir)
+    folder = RunFolder(rundir)
+    assert meas.sim.port_drops == meas.sim.pfc_drops == 0
+    assert sum(f.retransmits + f.timeouts for f in folder.host_records(FlowSent)) == 0
+    spine = {r.port: r for r in folder.agent_records("spine0", PortPause)}
+    assert sum(1 for r in spine.values() if r.pauses_tx) == 2
+    for sw in ("leaf0", "leaf1"):
+        up = [r for r in folder.agent_records(sw, PortPause) if r.pauses_rx]
+        assert len(up) == 1 and up[0].paused_s > 0.1, sw
+    assert {"h0-eth0", "h1-eth0"} <= {r.port for r in folder.host_records(PortPause)}

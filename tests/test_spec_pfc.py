@@ -19,11 +19,11 @@ FIG9 = os.path.join(project_root(), "runs", "fig9.toml")      # a dumbbell: leaf
 PFC = 'topology.flow_control="pfc"'
 
 
-def test_the_default_is_drop_tail_and_pfc_takes_hpccs_defaults():
-    """No [pfc] anywhere: drop-tail, no MMU. With pfc at 10 Gb/s: HPCC's run.py buffer,
-    16 MiB x 10/50 = 3355443 B; alpha 1/8, reserve 4 KiB, offset 3 KiB (its switch MMU);
-    headroom two 4154-byte frames and a 60-byte PAUSE = 8368 B; 65535 quanta."""
-    plan = planning.compile(load(FIG9), "baseline", 1)
+def test_drop_tail_has_no_mmu_and_pfc_takes_hpccs_defaults():
+    """Drop-tail: no MMU. With pfc at 10 Gb/s: HPCC's run.py buffer, 16 MiB x 10/50 =
+    3355443 B; alpha 1/8, reserve 4 KiB, offset 3 KiB (its switch MMU); headroom two
+    4154-byte frames and a 60-byte PAUSE = 8368 B; 65535 quanta."""
+    plan = planning.compile(load(FIG9, ['topology.flow_control="drop"']), "baseline", 1)
     assert plan.fabric.flow_control == "drop" and plan.agents["leaf0"].pfc is None
     plan = planning.compile(load(FIG9, [PFC]), "baseline", 1)
     assert plan.fabric.flow_control == "pfc" and plan.fabric.control_priority
@@ -69,7 +69,8 @@ def test_settings_that_cannot_work_are_one_line_errors(setting, key, allowed):
 
 
 def test_pfc_settings_are_not_judged_on_a_drop_tail_fabric():
-    assert load(FIG9, ["pfc.headroom_bytes=4000"]).pfc.headroom_bytes == 4000
+    assert load(FIG9, ['topology.flow_control="drop"', "pfc.headroom_bytes=4000"]) \
+        .pfc.headroom_bytes == 4000
 
 
 def test_routes_that_could_deadlock_are_refused_and_a_link_down_that_makes_them_too(
@@ -94,3 +95,16 @@ def test_routes_that_could_deadlock_are_refused_and_a_link_down_that_makes_them_
                                         r" leaves a cycle of links that can pause each other"):
         load(base, [PFC] + spec[1:2] + spec[4:])
 
+
+
+def test_a_spec_without_the_key_is_drop_tail_and_the_papers_figures_are_lossless():
+    """The schema's default is drop-tail (a spec of one's own); every spec in runs/ that
+    reproduces the paper (a [[paper]] table) says pfc, the paper's fabric."""
+    from emulator.launch import reproduce
+    assert load(os.path.join(project_root(), "runs", "two-servers.toml")).topology \
+        .flow_control == "drop"
+    figs = reproduce.figures()
+    assert len(figs) >= 13
+    for fig in figs:
+        assert load(os.path.join(project_root(), "runs", fig + ".toml")).topology \
+            .flow_control == "pfc", fig

@@ -21,6 +21,8 @@ class FigureRow:
     scheme: str
     seed: int
     git_revision: str
+    fabric: str                     # drop | pfc (topology.flow_control; rows written
+                                    # before the column existed ran drop-tail)
     faithful: bool
     wall_s: float | None            # the machine time it took
     values: dict[str, float | None]
@@ -37,7 +39,8 @@ def _number(text: str) -> float | None:
     return float(text) if text else None
 
 
-_PARSE = {"seed": int, "faithful": lambda text: text == "True", "wall_s": _number}
+_PARSE = {"seed": int, "faithful": lambda text: text == "True", "wall_s": _number,
+          "fabric": lambda text: text or "drop"}
 
 
 def read(path: str) -> list[FigureRow]:

@@ -48,6 +48,8 @@ UNIT = {"throughput": 1e-6}    # a column's value -> the unit its words name
 # backend's rows appended later must not move a row of the page): the model's schemes,
 # then Symphony (only the packet backends run it); any other after these
 SCHEME_ORDER = ("baseline", "ideal-priority", "pq", "symphony")
+# the packet backends' fabric (the model has no buffers): docs/data/fabrics.md compares
+FABRIC_WORDS = {"drop": "drop-tail", "pfc": "lossless (PFC)"}
 FLOW_COLUMN = re.compile(r"fct_step(\d+)_s")    # a flow's completion time per step
 READING_LINES = 10        # a figure's hand-written reading, at most
 JOURNAL = "827c2ab"       # the last revision with the dated journal this page replaced
@@ -178,9 +180,12 @@ def figure_section(fig: str, rows: list[FigureRow], claims, primary: str) -> str
     revs = sorted({r.git_revision for r in rows if r.git_revision})
     flagged = sum(not r.faithful for r in rows)
     runs = {b: sum(r.backend == b for r in rows) for b, _ in BACKENDS}
+    fabrics = [f"{label} " + " and ".join(FABRIC_WORDS.get(f, f) for f in sorted(
+        {r.fabric for r in rows if r.backend == b})) for b, label in BACKENDS[1:] if runs[b]]
     out.append("Runs: " + ", ".join(f"{label} {runs[b]}" for b, label in BACKENDS)
                + f"; {flagged} flagged unfaithful (left out); code "
-               + (", ".join(revs) or "unknown") + ".\n")
+               + (", ".join(revs) or "unknown")
+               + (f"; fabric: {', '.join(fabrics)}" if fabrics else "") + ".\n")
     metrics = list(dict.fromkeys([primary] + [c.metric for c in claims if c.metric in COLUMN]))
     if any(c.metric == "flow_time" for c in claims):     # a table per flow (Fig 9)
         metrics += sorted({k for r in rows for k in r.values if FLOW_COLUMN.fullmatch(k)})

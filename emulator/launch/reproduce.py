@@ -35,7 +35,7 @@ BACKENDS = tuple(backends.BACKENDS)       # fluid, sim, emulation: the cheapest 
 SEEDS = {"fluid": 200, "sim": 20, "emulation": 3}
 MORE_SEEDS = {"sim": {"fig4": 50, "fig5": 50},
               "emulation": {"fig4": 5, "fig5": 5, "table1-paper": 5}}
-COLUMNS = ("figure", "variant", "backend", "scheme", "seed", "git_revision", "faithful",
+COLUMNS = ("figure", "variant", "backend", "scheme", "seed", "git_revision", "fabric", "faithful",
            "median_cct_s", "jct_s", "max_step_overlap", "last_step_span_s",
            "together_throughput_bps", "flow_overlap_s", "wall_s",
            "twin_median_cct_s", "twin_jct_s")    # an emulated run's simulated twin's
@@ -78,9 +78,11 @@ def reproduce(figs: list[str], backends: list[str], out: str, data: str = DATA,
 
 def _row(fig: str, backend: str, where: str, r: dict) -> dict:
     rundir = os.path.join(where, r["point"].replace("/", "_"), f"{r['scheme']}-seed{r['seed']}")
+    run = RunFolder(rundir)
     return {"figure": fig, "variant": r["point"], "backend": backend,
             "git_revision": _field(rundir, "manifest.json", "git_revision"),
-            "wall_s": RunFolder(rundir).measurements.wall_s,    # the machine time
+            "fabric": run.plan.fabric.flow_control,            # drop | pfc
+            "wall_s": run.measurements.wall_s,                   # the machine time
             **{k: v for k, v in r.items() if k in COLUMNS or k.startswith("fct_")}}
 
 
