@@ -269,7 +269,8 @@ def test_report_names_a_damaged_file_and_a_single_run_folder(tmp_path, capsys):
 
 
 def test_the_model_says_it_has_no_pauses_on_a_lossless_fabric():
-    _, inp = predict_one(load(TABLE1, AT_2000 + ["jobs.0.passes=1"]), "baseline", 1)
+    _, inp = predict_one(load(TABLE1, AT_2000 + ["jobs.0.passes=1",
+                                                 'topology.flow_control="drop"']), "baseline", 1)
     assert inp.not_modelled == ()
     _, inp = predict_one(load(TABLE1, AT_2000 + ["jobs.0.passes=1",
                                                  'topology.flow_control="pfc"']), "baseline", 1)

@@ -23,6 +23,7 @@ from switch_agent.symphony import SymphonyTracker
 
 FIG9 = os.path.join(project_root(), "runs", "fig9.toml")      # h0, h1 -> h2 through leaf0
 FIG5 = os.path.join(project_root(), "runs", "fig5.toml")
+DROP_TAIL = 'topology.flow_control="drop"'   # these check drop-tail ports (the figures: PFC)
 
 
 class Recorded:
@@ -77,7 +78,7 @@ def test_two_flows_into_one_port_share_it_and_red_marks_at_its_computed_rate(
     RED marks as many packets as its curve gives for the queues they met (within 4 sd of
     the binomial count)."""
     rec = Recorded(monkeypatch)
-    spec = load(FIG9, [f"profile={profile}", "messages.0.start_ms=0.0",
+    spec = load(FIG9, [f"profile={profile}", DROP_TAIL, "messages.0.start_ms=0.0",
                        "messages.0.bytes=16000000", "messages.1.bytes=16000000"])
     rundir = str(tmp_path / "baseline-seed1")
     meas = simrun.run_sim(spec, "baseline", 1, rundir)
@@ -111,7 +112,7 @@ def test_pq_serves_the_lagging_step_first_at_its_own_rate(tmp_path):
     congestion control marks (RED off, as the emulation's test): under pq the lagging
     step's packets take the port and it finishes as if alone (its bytes at the port's
     rate, within 3 %), the step ahead after it; in a FIFO the lagging step shares."""
-    spec = load(FIG9, ["messages.0.start_ms=0.0", "switch.red=false"])
+    spec = load(FIG9, [DROP_TAIL, "messages.0.start_ms=0.0", "switch.red=false"])
     line = planning.compile(spec, "baseline", 1).link_rate_bps
     alone = spec.messages[0].bytes * 8 / line
     fct = {}
@@ -136,7 +137,7 @@ def test_symphony_counters_equal_the_tracker_run_standalone_over_the_packet_trac
     time it was handed it (this seed overflows a buffer too: what is dropped is not
     counted)."""
     rec = Recorded(monkeypatch)
-    spec = load(FIG5, ["jobs.0.chunk_bytes=262144", "jobs.0.passes=2"])
+    spec = load(FIG5, [DROP_TAIL, "jobs.0.chunk_bytes=262144", "jobs.0.passes=2"])
     rundir = str(tmp_path / "symphony-seed4")
     meas = simrun.run_sim(spec, "symphony", 4, rundir)
     plan = planning.compile(spec, "symphony", 4)
