@@ -57,6 +57,9 @@ def build_parser(run: dict) -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run an experiment spec (every scheme and seed)")
     r.add_argument("spec", help="experiment spec (TOML), e.g. runs/table1.toml")
     r.add_argument("--out", help="output folder (default runs/out/<time>-<name>)")
+    r.add_argument("--resume", action="store_true",
+                   help="--out is an earlier run of this same spec and options, interrupted: "
+                        "keep each run it finished, run the others")
     r.add_argument("--seeds", type=_positive_int, help="run seeds 1..N instead of the spec's")
     r.add_argument("--scheme", action="append", metavar="S", help=SCHEME_HELP)
     r.add_argument("--no-plots", action="store_true", help="tables and summary.json only")

@@ -43,9 +43,14 @@ def cmd_run(args) -> int:
         print(f"symphony-emu run: {e}", file=sys.stderr)
         return 2
     out = out_dir(args.out, spec.name)
-    if os.path.exists(out) and os.listdir(out) and not reclaim_killed(out):
-        print(f"symphony-emu run: {out} exists and is not empty; choose another --out",
-              file=sys.stderr)
+    if getattr(args, "resume", False):
+        if not args.out or not os.path.isdir(out):
+            print(f"symphony-emu run: --resume: --out {args.out or '(none)'} is not a folder "
+                  "of an earlier run", file=sys.stderr)
+            return 2
+    elif os.path.exists(out) and os.listdir(out) and not reclaim_killed(out):
+        print(f"symphony-emu run: {out} exists and is not empty; choose another --out "
+              "(or --resume it)", file=sys.stderr)
         return 2
     os.makedirs(out, exist_ok=True)
     print(f"symphony-emu run: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} seed(s) "
@@ -60,7 +65,11 @@ def cmd_run(args) -> int:
             for k in range(1, args.repeat + 1):
                 for scheme in schemes if (i + k) % 2 else schemes[::-1]:
                     name = f"{scheme}-seed{seed}" + (f"-rep{k}" if k > 1 else "")
-                    tasks.append(Task(name, spec, scheme, seed, os.path.join(out, name), k))
+                    rundir = os.path.join(out, name)
+                    if getattr(args, "resume", False) and kept(rundir, spec, scheme, seed):
+                        print(f"{name}: done before, kept", flush=True)
+                        continue
+                    tasks.append(Task(name, spec, scheme, seed, rundir, k))
         backend.run(tasks, opts, progress_printer)
 
     sequential = None
@@ -87,6 +96,20 @@ def cmd_run(args) -> int:
         print(f"\nuntil decided: {sequential['text']}")
     bad = [r for r in summary.runs if not r.fidelity.faithful]
     return 1 if bad else 0
+
+
+def kept(rundir: str, spec, scheme: str, seed: int) -> bool:
+    """Is ``rundir`` a finished run of this very spec (as written and overridden), scheme
+    and seed? A folder of anything else is run anew (``--resume``): never kept wrongly."""
+    from emulator.rundir import RunFolder
+    folder = RunFolder(rundir)
+    if not folder.done:
+        return False
+    try:
+        man = folder.manifest
+    except (OSError, ValueError):      # DamagedRun, OlderRun: not a run to keep
+        return False
+    return (man.scheme, man.seed, man.spec) == (scheme, seed, spec.raw)
 
 
 def _until_decided(args, spec, schemes, seeds, out, run_seeds) -> dict:

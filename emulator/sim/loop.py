@@ -30,6 +30,11 @@ class Loop:
         self.events = 0
         self.stop = False               # set by an event that may have ended the run
 
+    @property
+    def idle(self) -> bool:
+        """No event left: nothing can happen any more."""
+        return not self._heap
+
     def at(self, t_s: float, fn: Event | Callable[[float], None]) -> None:
         self._seq += 1
         heappush(self._heap, (t_s if t_s > self.now else self.now, self._seq, fn))

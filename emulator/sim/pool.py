@@ -140,8 +140,9 @@ def _say(name: str, m: SimStats) -> None:
 
 
 def _one(task) -> SimStats:
-    _, spec, scheme, seed, rundir, paths, repeat = task
-    return run_sim(spec, scheme, seed, rundir, paths, repeat=repeat).sim
+    name, spec, scheme, seed, rundir, paths, repeat = task
+    return run_sim(spec, scheme, seed, rundir, paths, repeat=repeat,
+                   progress=lambda line: print(f"{name}: {line}", flush=True)).sim
 
 
 CONNECT_TIMEOUT_S = 10

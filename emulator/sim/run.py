@@ -81,24 +81,33 @@ def by_sport(plan, paths: dict) -> dict:
             tuple(path) for (job, ch, step, src, dst), path in paths.items() if src in ips}
 
 
+PROGRESS_FIRST_S = 10.0    # a run says how far it is after this much wall time ...
+PROGRESS_EVERY_S = 15.0    # ... and again this often
+SLICE_WALL_S = 0.5         # the loop runs in slices of virtual time about this long
+
+
 def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None,
-            host_delay_s: float | None = None, repeat: int = 1) -> Measurements:
+            host_delay_s: float | None = None, repeat: int = 1,
+            progress=None) -> Measurements:
     """Simulate one (scheme, seed) run of ``spec`` into ``rundir``; returns its
     measurements. ``paths``: {(src_ip, dst_ip, sport): node path} to follow instead of
     the ECMP hash (``emulator.analysis.split.twin_paths``: an emulated run's).
     ``host_delay_s``: the hosts' mean processing delay per datagram (None: the spec's
     ``sim.host_delay_ms``;
     a twin takes 0, so that emulated / twin is all that emulating adds). ``repeat``: the
-    seed's k-th run, the same paths with other draws of the hosts' timing."""
+    seed's k-th run, the same paths with other draws of the hosts' timing. ``progress``:
+    called with a line (virtual time, data packets of the expected, their rate, the time
+    left) once a run has taken ``PROGRESS_FIRST_S`` and every ``PROGRESS_EVERY_S`` after."""
     plan = planning.compile(spec, scheme, seed)
     check(spec.path, plan)
     return simulate_plan(plan, spec.raw, spec.path, rundir, paths,
                          spec.sim.host_delay_ms * 1e-3 if host_delay_s is None
-                         else host_delay_s, repeat)
+                         else host_delay_s, repeat, progress)
 
 
 def simulate_plan(plan, spec_raw: dict, spec_path: str | None, rundir: str,
-                  paths: dict | None, host_delay_s: float, repeat: int = 1) -> Measurements:
+                  paths: dict | None, host_delay_s: float, repeat: int = 1,
+                  progress=None) -> Measurements:
     """Simulate a compiled plan (of the spec ``spec_raw``, read from ``spec_path``) into
     ``rundir`` (:func:`run_sim`; a twin gives its run's own plan). The run is written
     beside it and moved in whole when it ends, so an interrupted try never leaves records
@@ -107,7 +116,8 @@ def simulate_plan(plan, spec_raw: dict, spec_path: str | None, rundir: str,
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".sim-", dir=parent)
     try:
-        meas = _simulate(plan, spec_raw, spec_path, tmp, paths, host_delay_s, repeat)
+        meas = _simulate(plan, spec_raw, spec_path, tmp, paths, host_delay_s, repeat,
+                         progress)
         if os.path.exists(rundir):
             shutil.rmtree(rundir)                     # an unfinished try of this run
         os.replace(tmp, rundir)
@@ -124,7 +134,8 @@ def simulate_plan(plan, spec_raw: dict, spec_path: str | None, rundir: str,
 
 
 def _simulate(plan, spec_raw: dict, spec_path: str | None, rundir: str,
-              paths: dict | None, host_delay_s: float, repeat: int) -> Measurements:
+              paths: dict | None, host_delay_s: float, repeat: int,
+              progress=None) -> Measurements:
     seed = plan.seed
     folder = RunFolder(rundir)
     folder.write_manifest(plan, spec_raw, spec_path, backend="sim", repeat=repeat,
@@ -178,7 +189,14 @@ def _simulate(plan, spec_raw: dict, spec_path: str | None, rundir: str,
         wakeups.wake(name, 0.0)
     # a host ends when its last send is acknowledged or its last message arrives: both
     # wake it, and wake() tells the loop to look
-    finished = loop.run(plan.timeout_s, wakeups.all_ended)
+    if progress is None:
+        finished = loop.run(plan.timeout_s, wakeups.all_ended)
+    else:
+        expected = expected_data_packets(plan)
+        sent = lambda: sum(n.counters["data_tx"] for n in net.nics.values())  # noqa: E731
+        finished = run_reporting(loop, plan.timeout_s, wakeups.all_ended,
+                                 lambda t, wall: progress(progress_line(t, wall, sent(),
+                                                                        expected)))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     pauses = pfc.records(net, loop.now) if lossless else {}
     for name, h in hosts.items():
@@ -207,6 +225,63 @@ def _simulate(plan, spec_raw: dict, spec_path: str | None, rundir: str,
         host_delay_s=host_delay_s, not_modelled=list(NOT_MODELLED), wall_s=wall)
     folder.write_measurements(meas)
     return meas
+
+
+def run_reporting(loop: Loop, until_s: float, done, report) -> bool:
+    """``loop.run(until_s, done)``, in slices of virtual time sized to take about
+    ``SLICE_WALL_S`` each, calling ``report(virtual_s, wall_s)`` after ``PROGRESS_FIRST_S``
+    and every ``PROGRESS_EVERY_S``. The events and their order are those of one run: a
+    slice ends before the first event past it, which the next slice runs."""
+    wall0 = time.perf_counter()
+    next_say = wall0 + PROGRESS_FIRST_S
+    t, step = loop.now, until_s / 1e5
+    while True:
+        w = time.perf_counter()
+        end = min(t + step, until_s)
+        if loop.run(end, done):
+            return True
+        if end >= until_s or loop.idle:
+            return done()
+        took = time.perf_counter() - w
+        step *= min(4.0, max(0.25, SLICE_WALL_S / took)) if took > 0 else 4.0
+        t = end
+        now = time.perf_counter()
+        if now >= next_say:
+            report(t, now - wall0)
+            next_say = now + PROGRESS_EVERY_S
+
+
+def expected_data_packets(plan) -> int:
+    """The data packets a run sends if none is lost: every message of every rank's
+    schedule and pass, and every plain message, in MTU-sized packets."""
+    from hosts.collectives import collective
+    mtu = plan.mtu_bytes
+    n = 0
+    for cfg in plan.hosts.values():
+        n += sum(-(-m.bytes // mtu) for m in cfg.sends)
+        for r in cfg.ranks:
+            sizes = [c[0] for c in r.program] if r.program else [r.nbytes] * r.passes
+            per = {}
+            for nbytes in sizes:
+                if nbytes not in per:
+                    sch = collective(r.algorithm).schedule(r.group, r.rank, nbytes, 4)
+                    per[nbytes] = sum(max(1, -(-st.send_range[1] // mtu)) for st in sch.steps)
+                n += per[nbytes]
+    return n
+
+
+def progress_line(virtual_s: float, wall_s: float, sent: int, expected: int) -> str:
+    """How far a long run is: its virtual time, data packets of those expected, their
+    rate and the wall time left at that rate (retransmissions make it an estimate)."""
+    rate = sent / wall_s if wall_s > 0 else 0.0
+    left = (expected - sent) / rate if rate > 0 and expected > sent else 0.0
+    share = f" ({sent / expected:.0%})" if expected else ""
+    return (f"virtual {virtual_s:.2f} s, {sent / 1e6:.2f} M of {expected / 1e6:.2f} M data "
+            f"packets{share}, {rate / 1e3:.0f} k/s, ~{_duration(left)} left")
+
+
+def _duration(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
 
 def _pfc_stats(mmus: dict, pauses: dict) -> dict:
