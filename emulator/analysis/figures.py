@@ -61,6 +61,9 @@ HEADER = ("# Results: the paper's figures, reproduced\n\n"
           "95 % interval, the verdict at 95 % and the number of pairs (`emulator/analysis/\n"
           "stats.py`). The model runs baseline, ideal-priority and pq (it has no Symphony).\n"
           "Every run: `symphony-emu reproduce [FIG] --backend fluid|sim|emulation`.\n"
+          "The figures' specs run the paper's lossless fabric (PFC); each figure's first line\n"
+          "says which fabric its rows ran, and [drop-tail against PFC](data/fabrics.md) on\n"
+          "the main job, Figs 4 and 5 and the paper's 32-host layout says what it changes.\n"
           f"The dated journal this page replaced: `git show {JOURNAL}:docs/results.md`.\n")
 
 
