@@ -23,13 +23,13 @@ def _tasks(out, seeds):
              None, 1) for k in seeds]
 
 
-def _killed_at_seed_2(spec, scheme, seed, rundir, paths=None, repeat=1):
+def _killed_at_seed_2(spec, scheme, seed, rundir, paths=None, repeat=1, progress=None):
     if seed == 2:                        # as the kernel's OOM killer would
         os.kill(os.getpid(), signal.SIGKILL)
     return REAL_RUN(spec, scheme, seed, rundir, paths, repeat=repeat)
 
 
-def _no_memory_at_seed_2(spec, scheme, seed, rundir, paths=None, repeat=1):
+def _no_memory_at_seed_2(spec, scheme, seed, rundir, paths=None, repeat=1, progress=None):
     if seed == 2:
         raise MemoryError("Unable to allocate 64.0 MiB for an array")
     return REAL_RUN(spec, scheme, seed, rundir, paths, repeat=repeat)
