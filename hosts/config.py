@@ -18,6 +18,9 @@ from runtime.codec import Codec, check, check_group, check_netns_pid, finite
 
 
 CONGESTION_FLAGS = ("cnp", "ack")
+# how a rank verifies its results: on real buffers (hosts.collectives.expected) or by
+# the statistics of structured inputs (hosts.collectives.checksums), docs/architecture.md §4
+VERIFY_MODES = ("buffers", "checksums")
 MAX_ACK_EVERY = 1024                 # in-order packets per ACK (transport.ack_every)
 # A finished host stays (re-ACKing what peers send again) until the launcher says every
 # host has finished, or at most this many RTOs: a peer whose last ACK was lost resends
@@ -81,9 +84,12 @@ class RankConfig(Codec):
     # A training workload: (nbytes, ready_s, begins_iteration) per collective, else None.
     program: tuple | None = None
     order: str = DEFAULT_ORDER       # the dependency rule (hosts.collectives.order)
+    verify: str = "buffers"          # VERIFY_MODES: real buffers or checksums
 
     def __post_init__(self):
         check(self.order in ORDERS, "order", self.order, f"allowed: {', '.join(ORDERS)}")
+        check(self.verify in VERIFY_MODES, "verify", self.verify,
+              f"allowed: {', '.join(VERIFY_MODES)}")
         check(1 <= self.job <= wire.MAX_JOB, "job", self.job, f"must be in 1..{wire.MAX_JOB}")
         check(self.nbytes >= 4 and self.nbytes % 4 == 0, "nbytes", self.nbytes,
               "must be a positive multiple of 4")

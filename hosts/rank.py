@@ -1,14 +1,17 @@
-"""A host running collective ranks: the schedule (``hosts.collectives``) executed on real
-numpy buffers over the NIC (``hosts.nic``), every result verified.
+"""A host running collective ranks: the schedule (``hosts.collectives``) executed over the
+NIC (``hosts.nic``), every result verified.
 
 Configuration: a ``hosts.config.HostConfig`` with ``ranks`` (one ``RankConfig`` per job this
 host takes part in), written as JSON by the launcher (``emulator.launch.launcher``); times
 and rates emulated. A process (``hosts.group``) serves one or several such hosts; t = 0
 comes through the launcher's ready barrier.
 
-Buffers hold float32 values that are small integers, so every sum is exact and each rank
-checks its result against the sum it computes (once, before the start) from the other
-ranks' seeded inputs.
+Buffers hold float32 values that are small integers, so every sum is exact. Each rank
+verifies its passes as its ``RankConfig.verify`` says: on real buffers, its result
+checked against the sum it computes (once, before the start) from the other ranks'
+seeded inputs (``hosts.collectives.expected``); or by checksums, each segment of its
+buffer kept as the statistics of structured inputs, every received chunk checked
+(``hosts.collectives.checksums``: memory per rank of the order of its largest message).
 Telemetry: the NIC's per-flow records plus one ``collective`` record per rank and pass
 (start, end = holds the result, verified). Progress lines go to stdout.
 """
@@ -23,7 +26,8 @@ import numpy as np
 
 from dataclasses import replace
 
-from hosts.collectives import collective
+from hosts.collectives import checksums, collective
+from hosts.collectives.checksums import Checksums
 from hosts.collectives.expected import Expected
 from hosts.collectives.order import StepOrder, dependencies
 from hosts.config import HostConfig, RankConfig
@@ -48,28 +52,42 @@ def rank_base(seed: int, job: int, rank: int, count: int) -> np.ndarray:
     return base
 
 
+def forget_inputs() -> None:
+    """Free what this process keeps of the ranks' seeded inputs (a run's end)."""
+    rank_base.cache_clear()
+    checksums.forget()
+
+
 def build(cfg: RankConfig):
     """The rank's schedule, its waits under the run's dependency rule
-    (:mod:`hosts.collectives.order`) and what each of its passes must produce (computed
-    once, from every member's seeded input: the exact sums of docs/architecture.md §4)."""
+    (:mod:`hosts.collectives.order`) and what each of its passes starts from and must
+    produce (computed once, from every member's seeded input: the exact sums of
+    docs/architecture.md §4), as ``cfg.verify`` verifies them."""
     coll = collective(cfg.algorithm)
     schedule = coll.schedule(cfg.group, cfg.rank, cfg.nbytes, ITEM)
-    count = cfg.nbytes // ITEM
-    expected = Expected(coll, cfg.rank, cfg.group, cfg.nbytes,
-                        lambda r: rank_base(cfg.seed, cfg.job, r, count))
-    return schedule, dependencies(schedule, cfg.order), expected
+    verifier: Checksums | Expected
+    if cfg.verify == "checksums":
+        verifier = Checksums(coll, schedule, cfg.rank, cfg.group, cfg.nbytes,
+                             lambda r: checksums.rank_stats(cfg.seed, cfg.job, r))
+    else:
+        count = cfg.nbytes // ITEM
+        verifier = Expected(coll, cfg.rank, cfg.group, cfg.nbytes,
+                            lambda r: rank_base(cfg.seed, cfg.job, r, count))
+    return schedule, dependencies(schedule, cfg.order), verifier
 
 
 class Collective:
     """One pass of one collective on this rank (event-driven on NIC callbacks): receives
-    applied and sends posted as the run's dependency rule says (``StepOrder``)."""
+    applied and sends posted as the run's dependency rule says (``StepOrder``). Its data
+    is the verifier's pass (``verifier.start``: a real buffer's or the checksums'),
+    which gives the bytes of a range to send, applies a received message, and checks
+    the result at the end."""
 
     def __init__(self, nic, spec: RankConfig, schedule, deps, pass_index: int,
-                 telemetry, progress, expected: Expected):
+                 telemetry, progress, verifier):
         self.nic, self.spec, self.sch, self.pass_index = nic, spec, schedule, pass_index
-        self.tele, self.progress, self.expected = telemetry, progress, expected
-        self.buf = expected.input(pass_index)
-        self.bytes = self.buf.view(np.uint8)
+        self.tele, self.progress = telemetry, progress
+        self.data = verifier.start(pass_index)
         self.step_base = pass_index * spec.steps_per_collective
         self.ips = spec.rank_ips
         self.order = StepOrder(deps)
@@ -92,11 +110,10 @@ class Collective:
 
     def _post_send(self, i: int) -> None:
         st = self.sch.steps[i]
-        o, n = st.send_range
         peer = self.ips[self.sch.rings[st.ring][st.send_to]]
         self.sends_open += 1
         self.nic.send(peer, self.spec.job, self.channel(i), self.wire_step(i),
-                      self.bytes[o:o + n].tobytes(), on_complete=self._send_done)
+                      self.data.send(st.send_range), on_complete=self._send_done)
 
     def tick(self, now: float) -> None:
         while self.deferred and now >= self.deferred[0][0]:
@@ -121,14 +138,7 @@ class Collective:
         self.received[i] = message
         apply, due = self.order.arrive(i)
         for j in apply:
-            st = self.sch.steps[j]
-            o, n = st.recv_range
-            incoming = np.frombuffer(self.received.pop(j), DTYPE)
-            view = self.buf[o // ITEM:(o + n) // ITEM]
-            if st.op == "reduce":
-                view += incoming
-            else:
-                view[:] = incoming
+            self.data.apply(self.sch.steps[j], self.received.pop(j))
             self.progress()
         for j in due:
             if self.step_delay_s > 0:
@@ -140,7 +150,7 @@ class Collective:
             self._finish(now)
 
     def _finish(self, end_s: float) -> None:
-        ok = self.expected.check(self.buf, self.pass_index)
+        ok = self.data.check()
         self.verified = ok
         self.tele.write(CollectiveDone(
             job=self.spec.job, rank=self.spec.rank, pass_index=self.pass_index,
@@ -160,7 +170,7 @@ class RankProgram:
         self.nic, self.spec, self.tele, self.progress = nic, spec, telemetry, progress
         self.program = spec.program or None
         sizes = {c[0] for c in self.program} if self.program else {spec.nbytes}
-        self.per_size = {}               # nbytes -> (spec, schedule, deps, expected)
+        self.per_size = {}               # nbytes -> (spec, schedule, deps, verifier)
         for n in sorted(sizes):
             s = replace(spec, nbytes=n)
             self.per_size[n] = (s, *build(s))
@@ -213,9 +223,9 @@ class RankProgram:
                 and self.next_start is not None and now >= self.next_start:
             index = len(self.finished)
             nbytes = self.program[index][0] if self.program else self.spec.nbytes
-            spec, schedule, deps, expected = self.per_size[nbytes]
+            spec, schedule, deps, verifier = self.per_size[nbytes]
             self.current = Collective(self.nic, spec, schedule, deps, index, self.tele,
-                                      self.progress, expected)
+                                      self.progress, verifier)
             self.current.start(now)
             early, self.early = self.early, []
             for flow, msg in early:

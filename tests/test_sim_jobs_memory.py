@@ -10,6 +10,7 @@ from emulator.spec import load
 
 PAPER = os.path.join(project_root(), "runs", "table1-paper.toml")
 EIGHT_MB = ["jobs.0.passes=1", "jobs.0.chunk_bytes=8388608", "variants=[]", "paper=[]"]
+ON_BUFFERS = EIGHT_MB + ["run.verify=buffers"]
 
 
 def _tasks(spec, n):
@@ -17,14 +18,24 @@ def _tasks(spec, n):
             for s in range(1, n + 1)]
 
 
-def test_the_estimate_of_an_8_mb_step_run_is_near_its_measured_7_gb_peak():
+def test_the_estimate_of_an_8_mb_step_run_on_real_buffers_is_near_its_measured_7_gb_peak():
     # measured with /usr/bin/time -v (2026-12-06): 7.0 GB peak for one baseline run
-    peak = pool.peak_bytes(load(PAPER, EIGHT_MB), "baseline", 1)
+    peak = pool.peak_bytes(load(PAPER, ON_BUFFERS), "baseline", 1)
     assert 6.0e9 < peak < 8.5e9, peak
 
 
+def test_by_checksums_the_8_mb_step_run_is_estimated_at_about_a_gigabyte_and_not_cut():
+    # measured with benchmarks/sim_memory.py (2026-12-06): 0.76 GB peak; the run's own
+    # default budget sends it there (emulator.plan.memory)
+    spec = load(PAPER, EIGHT_MB)
+    assert spec.run.verify == "auto"
+    peak = pool.peak_bytes(spec, "baseline", 1)
+    assert 0.74e9 < peak < 1.2e9, peak
+    assert pool.jobs_for_memory(_tasks(spec, 6), 4, free=16e9) == 4
+
+
 def test_jobs_are_cut_to_what_free_memory_holds_and_the_cut_is_said(capsys):
-    tasks = _tasks(load(PAPER, EIGHT_MB), 6)
+    tasks = _tasks(load(PAPER, ON_BUFFERS), 6)
     assert pool.jobs_for_memory(tasks, 4, free=16e9) == 2
     out = capsys.readouterr().out
     assert out.startswith("--jobs 4 cut to 2: a run here needs about 7.") and "16.0 GB is free" in out

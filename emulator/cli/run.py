@@ -56,6 +56,9 @@ def cmd_run(args) -> int:
     print(f"symphony-emu run: {spec.name}: {len(schemes)} scheme(s) x {len(seeds)} seed(s) "
           f"-> {out}")
     print(f"symphony-emu run: {backend.describe(spec)}")
+    verification = backend.verification(spec)
+    if verification:
+        print(f"symphony-emu run: {verification}")
 
     def run_seeds(batch):
         # seed by seed, the schemes of one seed (and repeat) side by side, in turns: a

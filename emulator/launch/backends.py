@@ -88,6 +88,13 @@ class Backend:
         """How runs of ``spec`` are made, one line for the console."""
         return self.name
 
+    def verification(self, spec: Spec) -> str | None:
+        """One line for the console where the ranks of ``spec``'s runs verify their
+        results by checksums (``emulator.plan.memory``); None on real buffers, the
+        default."""
+        from emulator import plan as planning
+        return planning.verification(spec).line()
+
     def run(self, tasks: list[Task], opts: Options, progress=None) -> None:
         """Every task into its run folder, each said as it ends."""
         raise NotImplementedError
@@ -217,6 +224,9 @@ class Model(Backend):
 
     def describe(self, spec):
         return "the flow-level model"
+
+    def verification(self, spec):
+        return None                    # fluid flows carry no bytes to verify
 
     def run(self, tasks, opts, progress=None):
         from emulator.launch import predict

@@ -88,7 +88,10 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
     pts = points(spec_path, params, base_overrides, only)
     made = list(_runs(spec_path, out, pts, schemes, seeds, backend))
     todo = []
-    for _, spec, _, runs in made:
+    for label, spec, _, runs in made:
+        line = backend.verification(spec)
+        if line:
+            print(f"{label}: {line}")
         for name, scheme, seed, rundir, done in runs:
             if done:
                 print(f"{name}: done before, kept")

@@ -5,6 +5,7 @@
     plan.agents["leaf0"]      # switch_agent.config.AgentConfig: leaf0's agent
     plan.fabric               # FabricPlan: shape, link and port rates, qdisc
     plan.perturbations        # emulator.perturbations.base.Timed entries
+    plan.verify               # how the ranks verify: "buffers" | "checksums" (memory)
 
 Pure: no network, no clock, no files. Everything downstream — the fabric, the launcher,
 the perturbation engine, the flow-level model, the report — reads the plan and never
@@ -20,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from emulator.perturbations import KINDS
 from emulator.perturbations.base import Context, Timed
+from emulator.plan import memory
 from emulator.plan.layout import JobLayout, layout as job_layout
 from emulator.plan.messages import Message, host_configs
 from emulator.spec.schema import Spec
@@ -93,6 +95,7 @@ class RunPlan(Codec):
     host_processes: int           # processes serving the hosts (0: the launcher's default)
     agent_processes: int          # processes serving the switch agents (0: likewise)
     pin_cpus: bool                # those processes on one CPU each (runtime.sched)
+    verify: str = "buffers"       # how the ranks verify (emulator.plan.memory)
 
     @property
     def link_rate_bps(self) -> float:
@@ -116,16 +119,30 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
                      t.underlay_gbps * 1e9, t.flow_control, spec.pfc.control_priority)
     agents = {name: agent_config(spec, sc, sch.hook_at_start(late), seed, name)
               for name in wiring.switch_names(t)}
-    lays = tuple(job_layout(j, t, sc.time_s, spec.collective.order) for j in spec.jobs)
+    lays = layouts(spec)
+    verify = memory.verification(spec.run, lays).mode
     hosts = (_message_hosts(spec, sc, rate, seed) if spec.messages
-             else _rank_hosts(spec, sc, rate, lays, seed))
+             else _rank_hosts(spec, sc, rate, lays, seed, verify))
     if t.flow_control == "pfc":         # each NIC honours its leaf's PAUSE frames
         hosts = {n: replace(h, pfc=True) for n, h in hosts.items()}
     timed = _timed(spec, sc, sch, rate)
     return RunPlan(spec.name, sch, seed, sc, fab, lays, hosts, agents, timed,
                    spec.run.timeout_s, spec.transport.mtu_bytes,
                    4 if t.kind == "leafspine" and t.leaves > 1 else 2,
-                   spec.scale.host_processes, spec.scale.agent_processes, spec.scale.pin_cpus)
+                   spec.scale.host_processes, spec.scale.agent_processes, spec.scale.pin_cpus,
+                   verify)
+
+
+def layouts(spec: Spec) -> tuple[JobLayout, ...]:
+    """The spec's jobs laid out on its fabric (the same for every scheme and seed)."""
+    time_s = Scale(spec.scale.dilation).time_s
+    return tuple(job_layout(j, spec.topology, time_s, spec.collective.order)
+                 for j in spec.jobs)
+
+
+def verification(spec: Spec) -> memory.Verification:
+    """How the ranks of every run of ``spec`` verify their results, and why."""
+    return memory.verification(spec.run, layouts(spec))
 
 
 # --- switches -----------------------------------------------------------------------------
@@ -190,7 +207,8 @@ def _host(spec: Spec, sc: Scale, rate: float, name: str, seed: int, **what) -> H
                       timeout_s=spec.run.timeout_s, **what)
 
 
-def _rank_hosts(spec: Spec, sc: Scale, rate: float, lays, seed: int) -> dict[str, HostConfig]:
+def _rank_hosts(spec: Spec, sc: Scale, rate: float, lays, seed: int,
+                verify: str) -> dict[str, HostConfig]:
     delays = step_delays(spec, sc)
     ranks: dict[str, list[RankConfig]] = {}
     for lay in lays:
@@ -203,7 +221,8 @@ def _rank_hosts(spec: Spec, sc: Scale, rate: float, lays, seed: int) -> dict[str
                 channel=0 if lay.grid else ring_idx, rank_ips=rank_ips, nbytes=lay.nbytes,
                 passes=lay.passes, steps_per_collective=lay.steps, seed=seed,
                 compute_gap_s=lay.compute_gap_s, start_s=lay.start_s, after_job=lay.after_job,
-                step_delay_s=delays.get(host, 0.0), program=lay.program, order=lay.order))
+                step_delay_s=delays.get(host, 0.0), program=lay.program, order=lay.order,
+                verify=verify))
     return {h: _host(spec, sc, rate, h, seed, ranks=tuple(rs)) for h, rs in ranks.items()}
 
 

@@ -17,6 +17,7 @@ import tarfile
 import tempfile
 
 from emulator import plan as planning
+from emulator.plan import memory
 from emulator.measurements import SimStats
 from emulator.rundir import git_revision
 from emulator.sim.run import SimError, run_sim
@@ -47,20 +48,11 @@ def run_many(tasks: list, jobs: int = 1, address: str | None = None) -> None:
                        f"{', '.join(failed)} (each named above); the others are kept")
 
 
-# What a simulated run holds at its peak, from its shape (measured with /usr/bin/time -v,
-# 2026-12-06): ~250 MB of its own (the main job: 242-252 MB), and about 3.5 float32
-# copies of every rank's buffer (the paper's Table 1 layout at 8 MB steps: 32 ranks x 64
-# MiB = 2 GiB a copy, 7.0 GB peak) -- each rank's input, its working buffer, and what it
-# checks them against.
-RUN_OWN_BYTES = 300 * 2**20
-BUFFER_COPIES = 3.5
-
-
 def peak_bytes(spec, scheme: str, seed: int) -> int:
-    """An estimate of a simulated run's peak memory, from its plan's ranks and buffers."""
+    """An estimate of a simulated run's peak memory, from its plan's ranks, buffers and
+    how they verify (``emulator.plan.memory``)."""
     plan = planning.compile(spec, scheme, seed)
-    return int(RUN_OWN_BYTES + BUFFER_COPIES * sum(
-        len(lay.hosts) * lay.nbytes for lay in plan.layouts))
+    return memory.peak_bytes(plan.layouts, plan.verify)
 
 
 def free_bytes() -> int | None:

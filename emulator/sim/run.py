@@ -41,7 +41,7 @@ from emulator.sim.loop import Loop
 from emulator.sim import pfc
 from emulator.sim.network import Network, SimNic, Wakeups
 from hosts.host import MessageHost
-from hosts.rank import RankHost, rank_base
+from hosts.rank import RankHost, forget_inputs
 from runtime import wire
 from runtime.telemetry import Telemetry
 from switch_agent.pipeline import Port, SwitchPipeline
@@ -126,9 +126,10 @@ def simulate_plan(plan, spec_raw: dict, spec_path: str | None, rundir: str,
             shutil.rmtree(tmp)
         # a run's network is a web of cycles (NICs, hosts and the loop's callbacks), so
         # its buffers (a rank's are 64 MiB at 8 MB steps) wait for the cycle collector,
-        # which their bytes do not wake; and the ranks' seeded inputs are kept while the
-        # ranks need each other's. The next run of a sweep must not start on top of them
-        rank_base.cache_clear()
+        # which their bytes do not wake; and the ranks' seeded inputs (or the checksums'
+        # element codes) are kept while the ranks need each other's. The next run of a
+        # sweep must not start on top of them
+        forget_inputs()
         gc.collect()
     return meas
 

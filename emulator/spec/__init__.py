@@ -26,8 +26,8 @@ from emulator.spec import file as specfile, jobs as specjobs, paper, pfc as spec
 from emulator.perturbations import KINDS as PERTURBATION_KINDS
 from emulator.spec.schema import (CONGESTION_CONTROLS, DCQCN_VARIANTS, FLOW_CONTROLS, MAX_SEED,
                              PERTURBATION_KEYS, PERTURBATIONS, PRIMARY_METRICS, SCHEME_NAMES,
-                             SECTIONS, TOP_KEYS, TOPOLOGY_KINDS, PerturbationSpec, RunSpec,
-                             ScaleSpec, Spec, TopologySpec)
+                             SECTIONS, TOP_KEYS, TOPOLOGY_KINDS, VERIFICATIONS,
+                             PerturbationSpec, RunSpec, ScaleSpec, Spec, TopologySpec)
 from emulator.spec.check import SpecError, need, reuse, section, show
 from emulator.spec.jobs import job_hosts
 from hosts.config import TransportParams
@@ -216,7 +216,9 @@ def validate(raw: dict, path: str) -> Spec:
          "(numpy's generators take no negative seed)")
     need(run.primary in PRIMARY_METRICS, path, "run.primary", run.primary,
          f"allowed: {', '.join(PRIMARY_METRICS)}")
-    run = RunSpec(tuple(schemes), tuple(seeds), run.primary, run.timeout_s)
+    need(run.verify in VERIFICATIONS, path, "run.verify", run.verify,
+         f"allowed: {', '.join(VERIFICATIONS)}")
+    run = replace(run, schemes=tuple(schemes), seeds=tuple(seeds))
 
     jobs, messages = specjobs.jobs_and_messages(raw, path, topo, sc.dilation)
     vs = raw.get("variants", [])

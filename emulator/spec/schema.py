@@ -20,7 +20,7 @@ from emulator.spec.schemes import SCHEMES as SCHEME_REGISTRY
 from hosts.cc import ALGORITHMS as CC_ALGORITHMS, DcqcnParams
 from hosts.collectives import ALGORITHMS
 from hosts.collectives.order import DEFAULT_ORDER
-from hosts.config import MAX_ACK_EVERY, MessageConfig, TransportParams
+from hosts.config import MAX_ACK_EVERY, VERIFY_MODES, MessageConfig, TransportParams
 from runtime import wire
 from runtime.codec import finite
 from runtime.scale import (DEFAULT_DILATION, MAX_DILATION, MIN_DILATION, PAPER_LINK_RATE_BPS,
@@ -33,6 +33,7 @@ from switch_agent.queue_model import L2_HEADER_BYTES
 from topologies import wiring
 
 PRIMARY_METRICS = ("auto", "cct", "jct")
+VERIFICATIONS = ("auto",) + VERIFY_MODES   # auto: buffers unless over run.verify_budget_gb
 SCHEME_NAMES = tuple(SCHEME_REGISTRY)          # emulator.spec.schemes: one object each
 PERTURBATIONS = tuple(PERTURBATION_KINDS)  # emulator.perturbations: one class each
 TOPOLOGY_KINDS = ("leafspine", "dumbbell")
@@ -357,6 +358,8 @@ class RunSpec:
     seeds: tuple = (1,)
     primary: str = "auto"
     timeout_s: float = _num(600.0, 0, MAX_RUN_S, " s (wall clock, emulated)", open_lo=True)
+    verify: str = "auto"             # buffers | checksums | auto (emulator.plan.memory)
+    verify_budget_gb: float = _num(4.0, 0, 1e6, " GB", open_lo=True)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ grid, a tuple of rows of rank ids):
   cannot run it, or None;
 * ``result(rank, group, nbytes, align)`` — the byte ranges the rank ends with and whose
   inputs each sums; :mod:`hosts.collectives.expected` (numpy) makes the arrays a pass
-  must produce from it (also ``expected(rank, group, nbytes, itemsize, base)``);
+  must produce from it (also ``expected(rank, group, nbytes, itemsize, base)``), and
+  :mod:`hosts.collectives.checksums` the statistics each segment must end with, for
+  runs too big for real buffers;
 * ``members(group)``, ``n_chunks(group)``, ``group_of(rings, grid, rank)`` — for a job's
   layout.
 

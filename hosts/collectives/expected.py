@@ -1,7 +1,9 @@
 """What each pass of a collective must produce on one rank, for every algorithm of the
 registry: the collective says which byte ranges hold the sum of which ranks' inputs
 (:meth:`hosts.collectives.base.Collective.result`); this module turns that into numpy
-arrays and checks buffers against them.
+arrays and checks buffers against them. A pass runs on a real buffer (:class:`BufferPass`):
+the default, for runs whose buffers fit in memory; :mod:`hosts.collectives.checksums`
+verifies the same collectives without holding them (docs/architecture.md §4).
 
 Exact arithmetic: rank r's input of pass p is ``base(r) + p``, where ``base(r)`` holds small
 integers (0..63) as float32. A range that sums k inputs (k = N for an all-reduce or a
@@ -72,3 +74,35 @@ class Expected:
         return all(np.array_equal(buf[o // i:(o + n) // i],
                                   self.target[o // i:(o + n) // i] + self.dtype(k * pass_index))
                    for (o, n), k in zip(self.ranges, self.per_pass))
+
+    def start(self, pass_index: int) -> BufferPass:
+        return BufferPass(self, pass_index)
+
+
+class BufferPass:
+    """One pass of one rank on a real buffer: its input, each received message reduced
+    into it or copied over it, checked at the end against :class:`Expected`. The same
+    small interface as the checksums' (:class:`hosts.collectives.checksums.ChecksumPass`)."""
+
+    def __init__(self, expected: Expected, pass_index: int):
+        self.expected, self.pass_index = expected, pass_index
+        self.buf = expected.input(pass_index)
+
+    def send(self, rng: tuple) -> bytes:
+        """The bytes of byte range ``rng``, copied (the buffer changes on)."""
+        o, n = rng
+        return self.buf.view(np.uint8)[o:o + n].tobytes()
+
+    def apply(self, step, message: bytes) -> None:
+        """A received message for ``step`` (a ``hosts.collectives.schedule.Step``)."""
+        o, n = step.recv_range
+        i = self.expected.item
+        view = self.buf[o // i:(o + n) // i]
+        incoming = np.frombuffer(message, view.dtype)
+        if step.op == "reduce":
+            view += incoming
+        else:
+            view[:] = incoming
+
+    def check(self) -> bool:
+        return self.expected.check(self.buf, self.pass_index)

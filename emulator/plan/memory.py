@@ -1,0 +1,68 @@
+"""What a run holds at its peak, from its shape, and so how its ranks verify their results:
+on real buffers (``hosts.collectives.expected``) or by checksums
+(``hosts.collectives.checksums``), the spec's ``run.verify``; ``auto`` takes real buffers
+while their peak is within ``run.verify_budget_gb`` (docs/architecture.md §4,
+"Verification at scale"). Pure: from the plan's job layouts.
+
+Peaks measured on one simulated baseline run of the paper's Table 1 layout at 8 MB steps
+(32 ranks x 64 MiB, 8 MiB a message; ``benchmarks/sim_memory.py``, the run's process's
+peak resident memory). Real buffers: 7.0 GB (/usr/bin/time -v), 7.19 GB (the
+benchmark; both 2026-12-06): the run's own (~250 MB for the main job, ~140 MB here)
+and about 3.5 float32 copies of every rank's buffer -- its input, its working buffer, what it checks them
+against, and the messages in flight. Checksums: 0.76 GB (2026-12-06): the run's own, one
+byte per element of the largest buffer (the elements' codes, shared by every rank of
+the process), and the messages in flight, 2.2 of each rank's largest message (a send not
+yet acknowledged, one being received, one waiting to be applied; 2.4 at 1 MiB steps),
+taken as 3 here, for runs whose links are more congested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RUN_OWN_BYTES = 300 * 2**20
+BUFFER_COPIES = 3.5
+MESSAGE_COPIES = 3
+GB = 1e9
+
+
+def largest_message(lay) -> int:
+    """The longest message of a rank of the job (a ring's chunk, halving-doubling's half)."""
+    return max((st.send_range[1] for st in lay.schedule(0).steps), default=0)
+
+
+def peak_bytes(layouts, verify: str) -> int:
+    """An estimate of a run's peak memory with its ranks verifying by ``verify``."""
+    if verify == "buffers":
+        return int(RUN_OWN_BYTES + BUFFER_COPIES * sum(len(lay.hosts) * lay.nbytes
+                                                       for lay in layouts))
+    codes = max((lay.nbytes // 4 for lay in layouts), default=0)
+    return int(RUN_OWN_BYTES + codes + MESSAGE_COPIES * sum(
+        len(lay.hosts) * largest_message(lay) for lay in layouts))
+
+
+@dataclass(frozen=True)
+class Verification:
+    """How a run's ranks verify (``mode``: ``hosts.config.VERIFY_MODES``), and why."""
+    mode: str
+    asked: str                  # the spec's run.verify
+    buffers_bytes: int          # the run's peak on real buffers
+    budget_bytes: float
+
+    def line(self) -> str | None:
+        """What the console says of it; None for real buffers (the default)."""
+        if self.mode == "buffers":
+            return None
+        why = (f"real buffers would need about {self.buffers_bytes / GB:.1f} GB at the "
+               f"peak, over run.verify_budget_gb = {self.budget_bytes / GB:g}"
+               if self.asked == "auto" else "run.verify = \"checksums\"")
+        return f"results verified by checksums ({why}; docs/architecture.md §4)"
+
+
+def verification(run, layouts) -> Verification:
+    """How a run of these job layouts verifies, by the spec's ``[run]`` (``run``)."""
+    buffers = peak_bytes(layouts, "buffers")
+    budget = run.verify_budget_gb * GB
+    mode = run.verify if run.verify != "auto" else (
+        "buffers" if buffers <= budget else "checksums")
+    return Verification(mode, run.verify, buffers, budget)

@@ -1,0 +1,47 @@
+"""emulator/plan/memory.py: a run's peak memory from its shape, and so how its ranks
+verify -- on real buffers while that peak is within ``run.verify_budget_gb``, by
+checksums above it or when the spec says so."""
+
+import os
+
+import pytest
+
+from emulator import plan as planning
+from emulator.home import root as project_root
+from emulator.plan import memory
+from emulator.spec import load
+
+PAPER = os.path.join(project_root(), "runs", "table1-paper.toml")
+EIGHT_MB = ["jobs.0.passes=1", "jobs.0.chunk_bytes=8388608", "variants=[]", "paper=[]"]
+MIB = 2**20
+
+
+def test_auto_keeps_real_buffers_within_the_budget_and_takes_checksums_over_it():
+    small = planning.verification(load(PAPER))                # 32 ranks x 2 MiB
+    assert small.mode == "buffers" and small.line() is None
+    assert small.buffers_bytes == memory.RUN_OWN_BYTES + 3.5 * 32 * 2 * MIB
+    big = planning.verification(load(PAPER, EIGHT_MB))        # 32 ranks x 64 MiB
+    assert big.mode == "checksums" and big.buffers_bytes > 7e9
+    assert big.line() == ("results verified by checksums (real buffers would need about "
+                          "7.8 GB at the peak, over run.verify_budget_gb = 4; "
+                          "docs/architecture.md §4)")
+    roomy = planning.verification(load(PAPER, EIGHT_MB + ["run.verify_budget_gb=16"]))
+    assert roomy.mode == "buffers"
+
+
+@pytest.mark.parametrize("verify", ["buffers", "checksums"])
+def test_the_spec_can_name_the_verification_whatever_the_size(verify):
+    for sets in ([], EIGHT_MB):
+        v = planning.verification(load(PAPER, sets + [f"run.verify={verify}"]))
+        assert v.mode == verify
+    if verify == "checksums":
+        assert v.line().startswith('results verified by checksums (run.verify = "checksums"')
+
+
+def test_by_checksums_a_run_holds_its_largest_messages_not_its_buffers():
+    lays = planning.layouts(load(PAPER, EIGHT_MB))
+    assert memory.largest_message(lays[0]) == 8 * MIB         # a ring's chunk
+    assert memory.peak_bytes(lays, "checksums") == (
+        memory.RUN_OWN_BYTES + 64 * MIB // 4 + memory.MESSAGE_COPIES * 32 * 8 * MIB)
+    hd = planning.layouts(load(PAPER, EIGHT_MB + ["jobs.0.algorithm=halving_doubling_allreduce"]))
+    assert memory.largest_message(hd[0]) == 32 * MIB          # its first step: half
