@@ -59,7 +59,8 @@ def test_a_1000_host_spec_is_refused_without_compiling_its_plan(monkeypatch):
 
 
 def test_memory_beyond_80_percent_of_memavailable_is_refused_with_the_sums():
-    spec = load(TABLE1, TWO_EACH + ["jobs.0.chunk_bytes=67108864", "jobs.0.passes=1"])  # 64 MiB
+    spec = load(TABLE1, TWO_EACH + ["jobs.0.chunk_bytes=67108864", "jobs.0.passes=1",  # 64 MiB
+                                    "run.verify=buffers"])
     d = capacity.demand(planning.compile(spec, "symphony", 1))
     assert d.buffer_bytes == 16 * 8 * 4 * 64 * MB                 # 32 GiB
     (why,) = capacity.refusals(d, TWO_CORES)
@@ -70,6 +71,18 @@ def test_memory_beyond_80_percent_of_memavailable_is_refused_with_the_sums():
     assert why.endswith("more than 80% of the 24,000 MB available (MemAvailable, /proc/meminfo)")
     big = capacity.Machine(cpus=2, mem_available_bytes=64_000 * MB)
     assert capacity.refusals(d, big) == []
+
+
+def test_a_run_verified_by_checksums_needs_its_messages_not_its_buffers():
+    """The same 64 MiB run, its ranks verifying by checksums (what run.verify = auto
+    takes for it): 3 of its 64 MiB messages and a byte per element of its 256 MiB buffer
+    each, and it fits."""
+    spec = load(TABLE1, TWO_EACH + ["jobs.0.chunk_bytes=67108864", "jobs.0.passes=1"])
+    plan = planning.compile(spec, "symphony", 1)
+    assert plan.verify == "checksums"
+    d = capacity.demand(plan)
+    assert d.buffer_bytes == 16 * (3 * 64 * MB + 64 * MB)            # 4 GiB, not 32
+    assert capacity.refusals(d, TWO_CORES) == []
 
 
 def test_a_process_limit_is_a_refusal():
@@ -110,7 +123,8 @@ def test_run_refuses_a_too_large_spec_before_anything_starts(tmp_path, capsys, a
     assert err == (f"symphony-emu run: {TABLE1}: too large for this machine: 68 hosts: more "
                    "than the 64 this machine emulates faithfully (32 per core x 2 cores; the "
                    "scale benchmark, benchmarks/scale.py, measured 64 hosts faithful on 2 "
-                   "cores); --force-size runs it anyway\n")
+                   "cores); --backend sim simulates it in virtual time, --force-size "
+                   "emulates it anyway\n")
 
 
 def test_force_size_runs_it_anyway(tmp_path, as_root):

@@ -131,7 +131,8 @@ class Emulation(Backend):
         if why:
             raise BackendError("; ".join(
                 f"{spec.path}{label}: too large for this machine: {w}" for w in why)
-                + "; --force-size runs it anyway")
+                + "; --backend sim simulates it in virtual time, --force-size emulates it "
+                "anyway")
 
     def describe(self, spec):
         """D, and the processes that serve the hosts and switches (architecture §3.4,

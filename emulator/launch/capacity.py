@@ -11,7 +11,9 @@ this kind of machine (2 cores):
   to 64 hosts (:data:`PROCESS_MB`). A rank also holds its collective's buffers: its own,
   the expected result, and every source rank's input while that result is computed
   (``hosts/collectives/expected.py``): (ring members + 4) x its bytes (measured: 82 MB
-  for 16 members of 4 MB, ``hosts.rank.build``). Each Mininet
+  for 16 members of 4 MB, ``hosts.rank.build``); a run verified by checksums
+  (``RunPlan.verify``, docs/architecture.md §4) holds a few of its largest messages and
+  the elements' codes instead (:func:`emulator.plan.memory.rank_bytes`). Each Mininet
   node is a shell of a few MB (:data:`SHELL_MB`). All of it must fit in
   :data:`MEMORY_SHARE` of what the kernel reports available (``MemAvailable`` in
   ``/proc/meminfo``), which counts what other runs on the machine already use.
@@ -30,7 +32,7 @@ import resource
 from dataclasses import dataclass
 
 from emulator import plan as planning
-from emulator.plan import placement
+from emulator.plan import memory as verify_memory, placement
 from cluster.placement import VXLAN_OVERHEAD_BYTES, server_of_nodes
 
 PER_PROCESS = 8                   # hosts (or switches) one process serves by default, at most
@@ -91,8 +93,11 @@ def demand(plan) -> Demand:
               + min(len(plan.agents),
                     plan.agent_processes or default_processes(len(plan.agents))))
     processes = nodes + served + started
-    buffers = sum((_members(r.group) + 4) * _largest_bytes(r)
-                  for cfg in plan.hosts.values() for r in cfg.ranks)
+    if plan.verify == "checksums":
+        buffers = sum(verify_memory.rank_bytes(lay) * len(lay.hosts) for lay in plan.layouts)
+    else:
+        buffers = sum((_members(r.group) + 4) * _largest_bytes(r)
+                      for cfg in plan.hosts.values() for r in cfg.ranks)
     memory = (nodes * SHELL_MB + served * PROCESS_MB
               + (len(plan.hosts) + len(plan.agents)) * SERVED_MB) * MB + buffers
     f = plan.fabric

@@ -31,6 +31,12 @@ def largest_message(lay) -> int:
     return max((st.send_range[1] for st in lay.schedule(0).steps), default=0)
 
 
+def rank_bytes(lay) -> int:
+    """What one rank of the job holds verifying by checksums: its messages in flight and,
+    at most (a process of its own), the elements' codes, one byte per element."""
+    return MESSAGE_COPIES * largest_message(lay) + lay.nbytes // 4
+
+
 def peak_bytes(layouts, verify: str) -> int:
     """An estimate of a run's peak memory with its ranks verifying by ``verify``."""
     if verify == "buffers":
