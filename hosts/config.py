@@ -21,6 +21,9 @@ CONGESTION_FLAGS = ("cnp", "ack")
 # how a rank verifies its results: on real buffers (hosts.collectives.expected) or by
 # the statistics of structured inputs (hosts.collectives.checksums), docs/architecture.md §4
 VERIFY_MODES = ("buffers", "checksums")
+# by checksums, a message's bytes are generated, and a received one fitted, this many at a
+# time (hosts.collectives.checksums): what a message in flight holds
+STREAM_BYTES = 1 << 18
 MAX_ACK_EVERY = 1024                 # in-order packets per ACK (transport.ack_every)
 # A finished host stays (re-ACKing what peers send again) until the launcher says every
 # host has finished, or at most this many RTOs: a peer whose last ACK was lost resends

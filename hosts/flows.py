@@ -52,6 +52,7 @@ class RecvFlow:
     gbn: GbnReceiver
     start_s: float
     message: bytearray = field(default_factory=bytearray)   # delivered bytes, in order
+    sink: Any = None             # or what takes them as they arrive (NicCore.sink_of)
     nbytes: int = 0
     ce: int = 0
     cnps: int = 0

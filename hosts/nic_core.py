@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import socket
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from hosts.config import TransportParams
 from hosts.cc import CcConfig, CongestionControl, NotificationPoint
@@ -56,6 +56,9 @@ class NicCore:
         self.cc = cc
         self.tp = transport
         self.on_message = on_message
+        # sink_of(flow): what takes a new receive's bytes as they arrive (feed(chunk),
+        # then result() is the message handed to on_message), or None: kept as bytes
+        self.sink_of: Callable | None = None
         self.telemetry = telemetry
         self.clock = clock
         self.np = NotificationPoint(cc.params.cnp_interval_s)
@@ -109,7 +112,9 @@ class NicCore:
         if key in self.senders:
             raise ValueError(f"a flow of job {job} channel {channel} step {step} to {peer_ip} "
                              f"is already in progress")
-        data = memoryview(data).cast("B")
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            data = memoryview(data).cast("B")
+        # else: bytes made as they are read (hosts.collectives.checksums.Generated)
         n_packets = max(1, -(-len(data) // self.tp.mtu_bytes))
         if sport is None:
             sport = wire.flow_sport(job, channel, step, self.ip, self.tp.per_step_sport,
@@ -294,6 +299,8 @@ class NicCore:
                          GbnReceiver(self.tp.ack_every, self.tp.nak_timeout_s), now,
                          t_sample_s=now)
             self.receivers[key] = f
+            if self.sink_of is not None:
+                f.sink = self.sink_of(f)
         marked = tos & 3 == wire.ECN_CE
         if marked:
             f.ce += 1
@@ -311,8 +318,13 @@ class NicCore:
                 resp = None
         if deliver:
             pad = (flags >> 4) & 3
-            f.message += data[wire.BTH_BYTES:n - wire.ICRC_BYTES - pad]
-            f.nbytes = len(f.message)
+            chunk = data[wire.BTH_BYTES:n - wire.ICRC_BYTES - pad]
+            if f.sink is None:
+                f.message += chunk
+                f.nbytes = len(f.message)
+            else:
+                f.sink.feed(chunk)
+                f.nbytes += len(chunk)
             if now - f.t_sample_s >= self.tp.rate_sample_s:
                 f.goodput_samples.append((round(now, 6), f.nbytes))
                 f.t_sample_s = now
@@ -321,8 +333,8 @@ class NicCore:
         if deliver and last:
             f.end_s = now
             f.goodput_samples.append((round(now, 6), f.nbytes))
-            message = bytes(f.message)
-            f.message = bytearray()
+            message: Any = bytes(f.message) if f.sink is None else f.sink.result()
+            f.message, f.sink = bytearray(), None
             del self.receivers[key]
             self.done_receivers[key] = f
             self.np.forget(key)

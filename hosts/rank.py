@@ -11,7 +11,8 @@ verifies its passes as its ``RankConfig.verify`` says: on real buffers, its resu
 checked against the sum it computes (once, before the start) from the other ranks'
 seeded inputs (``hosts.collectives.expected``); or by checksums, each segment of its
 buffer kept as the statistics of structured inputs, every received chunk checked
-(``hosts.collectives.checksums``: memory per rank of the order of its largest message).
+(``hosts.collectives.checksums``: messages generated and fitted a block at a time, so a
+rank holds a few blocks, not its bytes).
 Telemetry: the NIC's per-flow records plus one ``collective`` record per rank and pass
 (start, end = holds the result, verified). Progress lines go to stdout.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+from typing import Any
 
 import numpy as np
 
@@ -76,6 +78,18 @@ def build(cfg: RankConfig):
     return schedule, dependencies(schedule, cfg.order), verifier
 
 
+def step_index(flow, spec: RankConfig, schedule, step_base: int, expects=None) -> int | None:
+    """The step of a pass (its first wire step ``step_base``) that ``flow`` carries, by its
+    step, channel and sender (and ``expects(i)``, if given), or None."""
+    for i, st in enumerate(schedule.steps):
+        if ((step_base + st.step) & STEP_MASK) == flow.step \
+                and flow.channel == spec.channel + st.ring \
+                and flow.peer == spec.rank_ips[schedule.rings[st.ring][st.recv_from]] \
+                and (expects is None or expects(i)):
+            return i
+    return None
+
+
 class Collective:
     """One pass of one collective on this rank (event-driven on NIC callbacks): receives
     applied and sends posted as the run's dependency rule says (``StepOrder``). Its data
@@ -87,11 +101,13 @@ class Collective:
                  telemetry, progress, verifier):
         self.nic, self.spec, self.sch, self.pass_index = nic, spec, schedule, pass_index
         self.tele, self.progress = telemetry, progress
+        self.verifier = verifier
         self.data = verifier.start(pass_index)
         self.step_base = pass_index * spec.steps_per_collective
         self.ips = spec.rank_ips
         self.order = StepOrder(deps)
-        self.received: dict[int, bytes] = {}   # arrived, waiting for the rule to apply them
+        self.received: dict[int, Any] = {}   # arrived (bytes or checksums.Fitted), waiting
+                                              # for the rule to apply them
         self.step_delay_s = spec.step_delay_s               # a straggler's compute time
         self.deferred: list[tuple[float, int]] = []          # (when, step) sends to post
         self.sends_open = 0
@@ -125,13 +141,14 @@ class Collective:
 
     def matches(self, flow) -> int | None:
         """The step index of this pass a delivered flow belongs to, or None."""
-        for i, st in enumerate(self.sch.steps):
-            if (self.order.expects(i) and flow.step == self.wire_step(i) and flow.channel == self.channel(i)
-                    and flow.peer == self.ips[self.sch.rings[st.ring][st.recv_from]]):
-                return i
-        return None
+        return step_index(flow, self.spec, self.sch, self.step_base, self.order.expects)
 
-    def deliver(self, i: int, message: bytes, now: float) -> None:
+    def stream(self, i: int):
+        """What fits step ``i``'s message as it arrives (checksums), or None (bytes)."""
+        v = self.verifier
+        return v.stream(self.sch.steps[i].recv_range) if isinstance(v, Checksums) else None
+
+    def deliver(self, i: int, message: Any, now: float) -> None:
         n = self.sch.steps[i].recv_range[1]
         if len(message) != n:
             raise RuntimeError(f"step {i}: got {len(message)} bytes, expected {n}")
@@ -231,6 +248,24 @@ class RankProgram:
             for flow, msg in early:
                 self.on_message(flow, msg, now)
 
+    def sink_of(self, flow):
+        """What fits a new receive's bytes as they arrive, if its pass verifies by
+        checksums: the current pass's, or the next one's (a faster peer's); else None."""
+        c = self.current
+        if c is not None:
+            i = c.matches(flow)
+            if i is not None:
+                return c.stream(i)
+        index = len(self.finished) + (c is not None)
+        if index >= self.passes:
+            return None
+        spec, schedule, _, verifier = self.per_size[
+            self.program[index][0] if self.program else self.spec.nbytes]
+        if not isinstance(verifier, Checksums):
+            return None
+        i = step_index(flow, spec, schedule, index * spec.steps_per_collective)
+        return None if i is None else verifier.stream(schedule.steps[i].recv_range)
+
     def on_message(self, flow, message, now) -> bool:
         if flow.job != self.spec.job:
             return False
@@ -292,6 +327,14 @@ class RankHost:
                        **nic_args)
         self._ready = [RankProgram(self.nic, r, 0.0, self.tele, self._progress)
                        for r in cfg.ranks]
+        if any(r.verify == "checksums" for r in cfg.ranks):
+            self.nic.sink_of = self._sink_of     # a message fitted as it arrives
+
+    def _sink_of(self, flow):
+        for p in self.programs or self._ready:
+            if p.spec.job == flow.job:
+                return p.sink_of(flow)
+        return None
 
     def _progress(self) -> None:
         self.applied += 1

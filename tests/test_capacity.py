@@ -75,13 +75,13 @@ def test_memory_beyond_80_percent_of_memavailable_is_refused_with_the_sums():
 
 def test_a_run_verified_by_checksums_needs_its_messages_not_its_buffers():
     """The same 64 MiB run, its ranks verifying by checksums (what run.verify = auto
-    takes for it): 3 of its 64 MiB messages and a byte per element of its 256 MiB buffer
-    each, and it fits."""
+    takes for it): four 256 KiB blocks of its messages and a byte per element of its 256
+    MiB buffer each, and it fits."""
     spec = load(TABLE1, TWO_EACH + ["jobs.0.chunk_bytes=67108864", "jobs.0.passes=1"])
     plan = planning.compile(spec, "symphony", 1)
     assert plan.verify == "checksums"
     d = capacity.demand(plan)
-    assert d.buffer_bytes == 16 * (3 * 64 * MB + 64 * MB)            # 4 GiB, not 32
+    assert d.buffer_bytes == 16 * (MB + 64 * MB)                     # 1 GiB, not 32
     assert capacity.refusals(d, TWO_CORES) == []
 
 

@@ -105,14 +105,14 @@ def test_a_range_holds_the_values_its_statistics_generate_by_hand():
     plans = {r: Checksums(coll, coll.schedule((0, 1), r, 32, ITEM), r, (0, 1), 32, stats)
              for r in (0, 1)}
     p0, p1 = plans[0].start(0), plans[1].start(2)
-    assert np.frombuffer(p0.send((0, 32)), np.float32).tolist() == (1 + d[:, 0]).tolist()
-    assert np.frombuffer(p1.send((0, 32)), np.float32).tolist() == (4 + d[:, 1]).tolist()
+    assert np.frombuffer(bytes(p0.send((0, 32))), np.float32).tolist() == (1 + d[:, 0]).tolist()
+    assert np.frombuffer(bytes(p1.send((0, 32))), np.float32).tolist() == (4 + d[:, 1]).tolist()
     step0 = coll.schedule((0, 1), 0, 32, ITEM).steps[0]     # rank 0 reduces chunk 1 in
     assert step0.recv_range == (16, 16) and step0.op == "reduce"
     p1 = plans[1].start(0)
-    p0.apply(step0, p1.send(step0.recv_range))
+    p0.apply(step0, bytes(p1.send(step0.recv_range)))
     assert p0.stats[1].tolist() == [3, 1, 1, 0]
-    assert np.frombuffer(p0.send((16, 16)), np.float32).tolist() == \
+    assert np.frombuffer(bytes(p0.send((16, 16))), np.float32).tolist() == \
         (3 + d[4:, 0] + d[4:, 1]).tolist()
     assert not p0.misfits and not p0.check()                  # chunk 0 not yet summed
 
@@ -228,3 +228,82 @@ def test_a_sum_float32_cannot_hold_exactly_is_a_wrong_result():
     passes, _ = run("ring_allreduce", (0, 1), 64, stats=big)
     assert passes[0].misfits and passes[1].misfits
     assert not any(verified(passes).values())
+
+
+# --- a message fitted as it arrives, bytes generated as they are read --------------------
+
+def _plan(nbytes=4 * 3000):
+    coll = ALGORITHMS["ring_allreduce"]
+    group = (0, 1, 2, 3)
+    return Checksums(coll, coll.schedule(group, 0, nbytes, ITEM), 0, group, nbytes, seeded)
+
+
+@pytest.mark.parametrize("block", [8, 64, 1000, 1 << 18])
+def test_a_message_fitted_as_it_arrives_is_the_whole_message_fitted(monkeypatch, block):
+    """Fed in ragged chunks (not whole items) and fitted STREAM_BYTES at a time, every
+    segment's statistics and verdict are Segment.fit's on the whole message, a corrupted
+    element caught in the segment that holds it, wherever it is."""
+    monkeypatch.setattr(cs, "STREAM_BYTES", block)
+    plan = _plan()
+    rng = np.random.default_rng(3)
+    for o, n in sorted(plan.spans):
+        i, j = plan.spans[o, n]
+        stats = rng.integers(0, 9, (j - i, 4)).astype(float) + [1, 0, 0, 0]
+        message = np.frombuffer(bytes(cs.Generated(plan.segments[i:j], stats, (o, n))),
+                                np.float32).copy()
+        for bad in (None, 0, n // ITEM // 2, n // ITEM - 1):
+            m = message.copy()
+            if bad is not None:
+                m[bad] += 1
+            data = m.tobytes()
+            fitting = plan.stream((o, n))
+            at = 0
+            while at < len(data):
+                step = int(rng.integers(1, 700))
+                fitting.feed(memoryview(data)[at:at + step])
+                at += step
+            got = fitting.result()
+            assert got.rng == (o, n) and len(got) == n and len(got.got) == j - i
+            for k in range(i, j):
+                seg = plan.segments[k]
+                want, fits = seg.fit(m[seg.lo - o // ITEM:seg.hi - o // ITEM])
+                assert np.array_equal(got.got[k - i], want) and got.fits[k - i] == fits
+            assert all(got.fits) == (bad is None)
+
+
+def test_a_short_message_fits_nothing(monkeypatch):
+    plan = _plan()
+    (o, n) = max(plan.spans, key=lambda r: r[1])
+    fitting = plan.stream((o, n))
+    fitting.feed(bytes(cs.Generated(plan.segments, np.ones((len(plan.segments), 4)),
+                                    (0, plan.segments[-1].hi * ITEM)))[:n - 8])
+    assert fitting.result().got == ()
+
+
+@pytest.mark.parametrize("block", [12, 4096, 1 << 18])
+def test_generated_bytes_read_in_any_order_are_the_buffers(monkeypatch, block):
+    """A NIC reads a message packet by packet and goes back (go-back-N): every slice is
+    the bytes the whole range generated at once holds, and the block held is bounded."""
+    monkeypatch.setattr(cs, "STREAM_BYTES", block)
+    plan = _plan()
+    p = plan.start(2)
+    (o, n) = max(plan.spans, key=lambda r: r[1])
+    i, j = plan.spans[o, n]
+    whole = np.concatenate([cs.generate(p.stats[k], plan.segments[k].lo, plan.segments[k].hi)
+                            for k in range(i, j)]).tobytes()
+    g = p.send((o, n))
+    assert len(g) == n and bytes(g) == whole
+    mtu = 1000
+    for psn in [0, 1, 2, 1, 2, 3, 4, 3, 5, 6, 7, 8, 9, 10, 11, 0, 11]:
+        assert bytes(g[psn * mtu:(psn + 1) * mtu]) == whole[psn * mtu:(psn + 1) * mtu]
+        assert len(g.block) <= max(block, mtu + ITEM) + ITEM
+
+
+def test_a_send_is_what_the_buffer_held_when_it_was_posted():
+    plan = _plan()
+    p = plan.start(0)
+    (o, n) = max(plan.spans, key=lambda r: r[1])
+    before = bytes(p.send((o, n)))
+    g = p.send((o, n))
+    p.stats += 1                      # a later step changes the buffer
+    assert bytes(g) == before and bytes(p.send((o, n))) != before

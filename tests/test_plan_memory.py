@@ -38,10 +38,13 @@ def test_the_spec_can_name_the_verification_whatever_the_size(verify):
         assert v.line().startswith('results verified by checksums (run.verify = "checksums"')
 
 
-def test_by_checksums_a_run_holds_its_largest_messages_not_its_buffers():
-    lays = planning.layouts(load(PAPER, EIGHT_MB))
-    assert memory.largest_message(lays[0]) == 8 * MIB         # a ring's chunk
-    assert memory.peak_bytes(lays, "checksums") == (
-        memory.RUN_OWN_BYTES + 64 * MIB // 4 + memory.MESSAGE_COPIES * 32 * 8 * MIB)
-    hd = planning.layouts(load(PAPER, EIGHT_MB + ["jobs.0.algorithm=halving_doubling_allreduce"]))
-    assert memory.largest_message(hd[0]) == 32 * MIB          # its first step: half
+def test_by_checksums_a_run_holds_a_block_of_each_message_not_its_buffers():
+    """32 ranks x 64 MiB, 8 MiB messages: the codes (a byte an element) and four 256 KiB
+    blocks a rank, whatever the messages' size or the algorithm."""
+    block = memory.STREAM_BYTES
+    assert block == 256 * 1024
+    for algorithm in ("ring_allreduce", "halving_doubling_allreduce"):
+        lays = planning.layouts(load(PAPER, EIGHT_MB + [f"jobs.0.algorithm={algorithm}"]))
+        assert memory.peak_bytes(lays, "checksums") == (
+            memory.RUN_OWN_BYTES + 64 * MIB // 4 + memory.STREAMS * 32 * block)
+        assert memory.rank_bytes(lays[0]) == 4 * block + 64 * MIB // 4

@@ -71,3 +71,36 @@ def test_the_console_says_when_a_run_verifies_by_checksums(tmp_path, capsys):
         assert rc == 0
         assert ("symphony-emu run: results verified by checksums (run.verify = "
                 '"checksums"' in out) == said, out
+
+
+def test_a_message_is_fitted_as_it_arrives_and_never_held_whole(tmp_path, monkeypatch):
+    """With 1 KB blocks (32 KB chunks): every message received goes through a Fitting
+    that never keeps more than a block and a packet, the sends are generated a block at a
+    time, and the run is the real buffers' run, event for event."""
+    from hosts.collectives import checksums as cs
+    monkeypatch.setattr(cs, "STREAM_BYTES", 1024)
+    kept, results, blocks = [], [], []
+    feed, result, make = cs.Fitting.feed, cs.Fitting.result, cs.Generated._make
+
+    def watched_feed(self, chunk):
+        feed(self, chunk)
+        kept.append(len(self.pending) + sum(len(h) for h in self.head) * 4)
+
+    def watched_result(self):
+        results.append(self.rng)
+        return result(self)
+
+    def watched_make(self, at, nbytes):
+        make(self, at, nbytes)
+        blocks.append(len(self.block))
+
+    monkeypatch.setattr(cs.Fitting, "feed", watched_feed)
+    monkeypatch.setattr(cs.Fitting, "result", watched_result)
+    monkeypatch.setattr(cs.Generated, "_make", watched_make)
+    meas, done, flows = simulate(tmp_path, "ring_allreduce", "checksums")
+    received = sum(1 for f in flows if f.startswith("FlowReceived"))
+    assert received == 8 * 2 * 2 * 7 and len(results) == received     # 14 steps a pass
+    assert max(kept) < 1024 + 4096 + 1024 and max(blocks) <= 4096 + 4
+    assert len(done) == 16 and all(c[-1] for c in done)
+    real, real_done, real_flows = simulate(tmp_path, "ring_allreduce", "buffers")
+    assert done == real_done and flows == real_flows and meas.sim.events == real.sim.events

@@ -12,7 +12,7 @@ this kind of machine (2 cores):
   the expected result, and every source rank's input while that result is computed
   (``hosts/collectives/expected.py``): (ring members + 4) x its bytes (measured: 82 MB
   for 16 members of 4 MB, ``hosts.rank.build``); a run verified by checksums
-  (``RunPlan.verify``, docs/architecture.md §4) holds a few of its largest messages and
+  (``RunPlan.verify``, docs/architecture.md §4) holds a block of each message in flight and
   the elements' codes instead (:func:`emulator.plan.memory.rank_bytes`). Each Mininet
   node is a shell of a few MB (:data:`SHELL_MB`). All of it must fit in
   :data:`MEMORY_SHARE` of what the kernel reports available (``MemAvailable`` in

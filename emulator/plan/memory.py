@@ -8,33 +8,33 @@ Peaks measured on one simulated baseline run of the paper's Table 1 layout at 8 
 (32 ranks x 64 MiB, 8 MiB a message; ``benchmarks/sim_memory.py``, the run's process's
 peak resident memory). Real buffers: 7.0 GB (/usr/bin/time -v), 7.19 GB (the
 benchmark; both 2026-12-06): the run's own (~250 MB for the main job, ~140 MB here)
-and about 3.5 float32 copies of every rank's buffer -- its input, its working buffer, what it checks them
-against, and the messages in flight. Checksums: 0.76 GB (2026-12-06): the run's own, one
-byte per element of the largest buffer (the elements' codes, shared by every rank of
-the process), and the messages in flight, 2.2 of each rank's largest message (a send not
-yet acknowledged, one being received, one waiting to be applied; 2.4 at 1 MiB steps),
-taken as 3 here, for runs whose links are more congested.
+and about 3.5 float32 copies of every rank's buffer -- its input, its working buffer, what
+it checks them against, and the messages in flight. Checksums: 0.24 GB (2026-12-06): the
+run's own, one byte per element of the largest buffer (the elements' codes, shared by
+every rank of the process), and per message in flight a block of its bytes
+(``hosts.config.STREAM_BYTES``: generated as the NIC reads them, fitted as they arrive),
+taken as STREAMS blocks a rank (a send, a receive, a faster peer's next one, a head).
+Before messages streamed (they were held whole, 2.2 of each rank's largest in flight)
+the same run took 0.76 GB, Table 2's ResNet-50 at 128 nodes 3.3 GB and its VGG16 would
+have taken ~40 GB (a 411 MB layer, 103 MB messages).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hosts.config import STREAM_BYTES
+
 RUN_OWN_BYTES = 300 * 2**20
 BUFFER_COPIES = 3.5
-MESSAGE_COPIES = 3
+STREAMS = 4
 GB = 1e9
 
 
-def largest_message(lay) -> int:
-    """The longest message of a rank of the job (a ring's chunk, halving-doubling's half)."""
-    return max((st.send_range[1] for st in lay.schedule(0).steps), default=0)
-
-
 def rank_bytes(lay) -> int:
-    """What one rank of the job holds verifying by checksums: its messages in flight and,
-    at most (a process of its own), the elements' codes, one byte per element."""
-    return MESSAGE_COPIES * largest_message(lay) + lay.nbytes // 4
+    """What one rank of the job holds verifying by checksums: a block of each message in
+    flight and, at most (a process of its own), the elements' codes, one byte per element."""
+    return STREAMS * STREAM_BYTES + lay.nbytes // 4
 
 
 def peak_bytes(layouts, verify: str) -> int:
@@ -43,8 +43,8 @@ def peak_bytes(layouts, verify: str) -> int:
         return int(RUN_OWN_BYTES + BUFFER_COPIES * sum(len(lay.hosts) * lay.nbytes
                                                        for lay in layouts))
     codes = max((lay.nbytes // 4 for lay in layouts), default=0)
-    return int(RUN_OWN_BYTES + codes + MESSAGE_COPIES * sum(
-        len(lay.hosts) * largest_message(lay) for lay in layouts))
+    return int(RUN_OWN_BYTES + codes + STREAMS * STREAM_BYTES * sum(
+        len(lay.hosts) for lay in layouts))
 
 
 @dataclass(frozen=True)

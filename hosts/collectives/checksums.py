@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hosts.config import STREAM_BYTES
+
 K = 3                            # digits per code
 CODES = 4 ** K                   # codes 0..63: digit k is bits 2k, 2k+1
 ROWS = np.array([[1.0] + [float((c >> 2 * k) & 3) for k in range(K)] for c in range(CODES)])
@@ -176,6 +178,124 @@ class Checksums:
     def start(self, pass_index: int) -> ChecksumPass:
         return ChecksumPass(self, pass_index)
 
+    def stream(self, rng: tuple) -> Fitting:
+        """A receive of byte range ``rng``, fitted as its bytes arrive."""
+        i, j = self.spans[rng]
+        return Fitting(self.segments[i:j], rng)
+
+
+class Generated:
+    """The bytes of a range that holds ``stats`` (one row per segment of ``segments``),
+    made on demand: a slice of it is generated from the statistics, a block of
+    STREAM_BYTES at a time, so a message in flight holds a block, not its bytes (the
+    statistics are a copy: what the buffer held when the send was posted)."""
+
+    def __init__(self, segments, stats: np.ndarray, rng: tuple):
+        self.segments, self.stats, self.rng = segments, stats, rng
+        self.lo = rng[0] // ITEM
+        self.block = np.zeros(0, DTYPE).data.cast("B")
+        self.at = 0                              # the block's first byte in the message
+
+    def __len__(self) -> int:
+        return self.rng[1]
+
+    def __bytes__(self) -> bytes:
+        return bytes(self[0:self.rng[1]]) if self.rng[1] <= STREAM_BYTES else b"".join(
+            bytes(self[a:a + STREAM_BYTES]) for a in range(0, self.rng[1], STREAM_BYTES))
+
+    def __getitem__(self, part: slice) -> memoryview:
+        a, b, _ = part.indices(self.rng[1])
+        if not (self.at <= a and b <= self.at + len(self.block)):
+            self._make(a - a % ITEM, max(b - a + ITEM, STREAM_BYTES))
+        return self.block[a - self.at:b - self.at]
+
+    def _make(self, at: int, nbytes: int) -> None:
+        """Generate the block of bytes at..at + nbytes (item-aligned, within the range)."""
+        e0 = self.lo + at // ITEM
+        e1 = min(self.lo + self.rng[1] // ITEM, e0 + -(-nbytes // ITEM))
+        out = np.empty(e1 - e0, DTYPE)
+        for seg, stats in zip(self.segments, self.stats):
+            lo, hi = max(seg.lo, e0), min(seg.hi, e1)
+            if lo < hi:
+                generate(stats, lo, hi, out[lo - e0:hi - e0])
+        self.block, self.at = out.data.cast("B"), at
+
+
+@dataclass(frozen=True, eq=False)
+class Fitted:
+    """A received range, fitted: per segment the statistics its bytes were generated
+    from and whether every element is what they generate (:meth:`Segment.fit`)."""
+    rng: tuple
+    nbytes: int
+    got: tuple
+    fits: tuple
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+
+class Fitting:
+    """A receive of one range, fitted as its bytes arrive (``feed``, in order), with the
+    same result as :meth:`Segment.fit` on the whole message: each segment's statistics
+    solved from the first element of each code (kept until the last of them has come),
+    then every element compared with what they generate, STREAM_BYTES at a time. So a
+    message being received holds at most a block and a segment's head, not its bytes."""
+
+    def __init__(self, segments, rng: tuple):
+        self.segments, self.rng = segments, rng
+        self.pending = bytearray()               # bytes not yet fitted
+        self.nbytes = 0
+        self.k = 0                               # the segment being received
+        self.head: list[np.ndarray] = []         # its elements while its statistics are unknown
+        self.head_n = 0
+        self.got: list = []
+        self.fits: list = []
+        self.cur: np.ndarray | None = None       # its statistics, once solved
+        self._at = 0                             # the next element, once they are
+        self.ok = True
+
+    def feed(self, chunk) -> None:
+        self.pending += chunk
+        self.nbytes += len(chunk)
+        if len(self.pending) >= STREAM_BYTES:
+            self._fit()
+
+    def result(self) -> Fitted:
+        self._fit()
+        if self.pending or self.k < len(self.segments):   # a short (or ragged) message
+            return Fitted(self.rng, self.nbytes, (), ())
+        return Fitted(self.rng, self.nbytes, tuple(self.got), tuple(self.fits))
+
+    def _fit(self) -> None:
+        whole = len(self.pending) - len(self.pending) % ITEM
+        part = np.frombuffer(bytes(self.pending[:whole]), DTYPE)
+        del self.pending[:whole]
+        while len(part) and self.k < len(self.segments):
+            seg = self.segments[self.k]
+            at = seg.lo + self.head_n if self.cur is None else self._at
+            take = part[:seg.hi - at]
+            part = part[len(take):]
+            if self.cur is None:
+                self.head.append(take)
+                self.head_n += len(take)
+                if self.head_n > int(seg.first.max()):
+                    head = np.concatenate(self.head)
+                    got = seg.solve @ head[seg.first].astype(np.float64)
+                    self.cur = np.rint(got) if seg.spans else got
+                    self.ok = bool(np.array_equal(head, generate(self.cur, seg.lo,
+                                                                 seg.lo + len(head))))
+                    self.head, self._at = [], seg.lo + len(head)
+            else:
+                self.ok = self.ok and bool(np.array_equal(
+                    take, generate(self.cur, at, at + len(take))))
+                self._at = at + len(take)
+            if self.cur is not None and self._at == seg.hi:
+                self.got.append(self.cur)
+                self.fits.append(self.ok)
+                self.k, self.cur, self.head_n, self.ok = self.k + 1, None, 0, True
+        if len(part):                            # more bytes than the range holds
+            self.pending[:0] = part.tobytes()
+
 
 class ChecksumPass:
     """One pass of one rank: its segments' statistics, from its own input's, changed by
@@ -187,25 +307,27 @@ class ChecksumPass:
         self.stats = np.tile(pass_stats(plan.own, pass_index), (len(plan.segments), 1))
         self.misfits: list[tuple] = []     # byte ranges whose message did not fit
 
-    def send(self, rng: tuple) -> memoryview:
-        """The bytes of byte range ``rng``, generated: what the real buffer would hold."""
+    def send(self, rng: tuple) -> Generated:
+        """The bytes of byte range ``rng`` as the real buffer would hold them now,
+        generated a block at a time as the NIC reads them (:class:`Generated`)."""
         i, j = self.plan.spans[rng]
-        out = np.empty(rng[1] // ITEM, DTYPE)
-        o = rng[0] // ITEM
-        for k in range(i, j):
-            seg = self.plan.segments[k]
-            generate(self.stats[k], seg.lo, seg.hi, out[seg.lo - o:seg.hi - o])
-        return out.data.cast("B")
+        return Generated(self.plan.segments[i:j], self.stats[i:j].copy(), rng)
 
-    def apply(self, step, message: bytes) -> None:
-        """A received message for ``step`` (a ``hosts.collectives.schedule.Step``): each
-        segment fitted, then reduced into its statistics or copied over them."""
+    def apply(self, step, message) -> None:
+        """A received message for ``step`` (a ``hosts.collectives.schedule.Step``): its
+        bytes, or what a :class:`Fitting` made of them as they arrived; each segment
+        fitted, then reduced into its statistics or copied over them."""
         i, j = self.plan.spans[step.recv_range]
-        m = np.frombuffer(message, DTYPE)
-        o = step.recv_range[0] // ITEM
+        if not isinstance(message, Fitted):
+            fitting = self.plan.stream(step.recv_range)
+            fitting.feed(message)
+            message = fitting.result()
+        if message.rng != step.recv_range or len(message.got) != j - i:
+            self.misfits.append(step.recv_range)  # another step's range, or a short message
+            return
         for k in range(i, j):
             seg = self.plan.segments[k]
-            got, fits = seg.fit(m[seg.lo - o:seg.hi - o])
+            got, fits = message.got[k - i], message.fits[k - i]
             if step.op == "reduce":
                 new = self.stats[k] + got
                 # the real mode's float32 sum, code by code (every element has just
