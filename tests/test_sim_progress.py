@@ -35,6 +35,10 @@ def test_a_progress_line_reads_as_a_person_would_say_it():
     assert simrun.progress_line(12.5, 10.0, 250_000, 1_000_000) == (
         "virtual 12.50 s, 0.25 M of 1.00 M data packets (25%), 25 k/s, ~30 s left")
     assert simrun.progress_line(1.0, 60.0, 60_000, 10_000_000).endswith("~2.8 h left")
+    # past the estimate (retransmissions): no time left is claimed
+    assert simrun.progress_line(3.0, 100.0, 1_500_000, 1_000_000) == (
+        "virtual 3.00 s, 1.50 M data packets, 50% more than the 1.00 M expected "
+        "(retransmissions), 15 k/s")
 
 
 def test_an_interrupted_run_set_resumes_by_seed_and_a_changed_spec_runs_anew(tmp_path, capsys):

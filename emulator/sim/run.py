@@ -275,10 +275,14 @@ def progress_line(virtual_s: float, wall_s: float, sent: int, expected: int) -> 
     """How far a long run is: its virtual time, data packets of those expected, their
     rate and the wall time left at that rate (retransmissions make it an estimate)."""
     rate = sent / wall_s if wall_s > 0 else 0.0
+    head = f"virtual {virtual_s:.2f} s, {sent / 1e6:.2f} M"
+    if expected and sent > expected:          # no estimate of what is left any more
+        return (f"{head} data packets, {sent / expected - 1:.0%} more than the "
+                f"{expected / 1e6:.2f} M expected (retransmissions), {rate / 1e3:.0f} k/s")
     left = (expected - sent) / rate if rate > 0 and expected > sent else 0.0
     share = f" ({sent / expected:.0%})" if expected else ""
-    return (f"virtual {virtual_s:.2f} s, {sent / 1e6:.2f} M of {expected / 1e6:.2f} M data "
-            f"packets{share}, {rate / 1e3:.0f} k/s, ~{_duration(left)} left")
+    return (f"{head} of {expected / 1e6:.2f} M data packets{share}, {rate / 1e3:.0f} k/s, "
+            f"~{_duration(left)} left")
 
 
 def _duration(s: float) -> str:
