@@ -17,6 +17,22 @@ from runtime.records import FlowReceived, FlowSent
 WIRE_EXTRA_BYTES: Final = wire.IPV4_HEADER_BYTES + wire.UDP_HEADER_BYTES + 14  # IP + UDP + Ethernet
 
 
+# A flow's rate (sender) and goodput (receiver) samples, one at most every
+# TransportParams.rate_sample_s: a long flow would keep one every few packets, so at
+# MAX_SAMPLES every other one is dropped and the interval doubles (a flow's samples span
+# its life at half to full this count; a run's records grow with its flows, not its packets).
+MAX_SAMPLES: Final = 128
+
+
+def add_sample(samples: list, sample: tuple, every_s: float) -> float:
+    """Append ``sample``; the flow's interval from now on (doubled after a thinning)."""
+    samples.append(sample)
+    if len(samples) >= MAX_SAMPLES:
+        del samples[1::2]
+        return every_s * 2
+    return every_s
+
+
 @dataclass
 class SendFlow:
     key: tuple                  # (peer_ip, pkey, dqpn)
@@ -38,6 +54,7 @@ class SendFlow:
     bytes_sent: int = 0
     rate_samples: list = field(default_factory=list)
     t_sample_s: float = 0.0
+    sample_every_s: float = 0.0  # the interval of rate_samples (add_sample)
     addr: tuple = ()             # (peer, 4791): sendto's destination
     icrc_seeds: dict = field(default_factory=dict)   # frame length -> wire.icrc_seed
 
@@ -59,6 +76,7 @@ class RecvFlow:
     end_s: float | None = None
     goodput_samples: list = field(default_factory=list)
     t_sample_s: float = 0.0
+    sample_every_s: float = 0.0  # the interval of goodput_samples (add_sample)
 
 
 def send_record(f: SendFlow, ip: str) -> FlowSent:

@@ -35,7 +35,8 @@ from typing import Any, Callable
 
 from hosts.config import TransportParams
 from hosts.cc import CcConfig, CongestionControl, NotificationPoint
-from hosts.flows import WIRE_EXTRA_BYTES, RecvFlow, SendFlow, recv_record, send_record
+from hosts.flows import (WIRE_EXTRA_BYTES, RecvFlow, SendFlow, add_sample, recv_record,
+                         send_record)
 from hosts.gbn import ACK, GbnReceiver, GbnSender
 from runtime import pause, wire
 from runtime.records import PortPause
@@ -124,7 +125,8 @@ class NicCore:
         flow = SendFlow(key, job, channel, step, peer_ip, sport, data, (pkey, dqpn),
                         GbnSender(n_packets, self.tp.rto_s, now, self.tp.max_outstanding),
                         self.cc.controller(now), port, now, on_complete, t_next_s=now,
-                        t_sample_s=now, addr=(peer_ip, wire.ROCE_UDP_PORT))
+                        t_sample_s=now, sample_every_s=self.tp.rate_sample_s,
+                        addr=(peer_ip, wire.ROCE_UDP_PORT))
         self.senders[key] = flow
         self._rr.append(flow)
         return flow
@@ -243,8 +245,9 @@ class NicCore:
             f.t_next_s = max(f.t_next_s, now - qp_gap) + qp_gap
             nic_gap = wire_bytes * 8 / self.line_rate_bps
             self.t_nic_s = max(self.t_nic_s, now - nic_gap) + nic_gap
-            if now - f.t_sample_s >= self.tp.rate_sample_s:
-                f.rate_samples.append((round(now, 6), round(f.cc.rate_bps)))
+            if now - f.t_sample_s >= f.sample_every_s:
+                f.sample_every_s = add_sample(f.rate_samples, (round(now, 6),
+                                              round(f.cc.rate_bps)), f.sample_every_s)
                 f.t_sample_s = now
             now = self.clock()
 
@@ -297,7 +300,7 @@ class NicCore:
                 return
             f = RecvFlow(key, wire.job_of(pkey), wire.channel_of(dqpn), wire.step_of(dqpn), src,
                          GbnReceiver(self.tp.ack_every, self.tp.nak_timeout_s), now,
-                         t_sample_s=now)
+                         t_sample_s=now, sample_every_s=self.tp.rate_sample_s)
             self.receivers[key] = f
             if self.sink_of is not None:
                 f.sink = self.sink_of(f)
@@ -325,8 +328,9 @@ class NicCore:
             else:
                 f.sink.feed(chunk)
                 f.nbytes += len(chunk)
-            if now - f.t_sample_s >= self.tp.rate_sample_s:
-                f.goodput_samples.append((round(now, 6), f.nbytes))
+            if now - f.t_sample_s >= f.sample_every_s:
+                f.sample_every_s = add_sample(f.goodput_samples, (round(now, 6), f.nbytes),
+                                              f.sample_every_s)
                 f.t_sample_s = now
         if resp is not None:
             self._send_ack(src, pkey, dqpn, resp)
