@@ -34,7 +34,8 @@ from switch_agent import control
 from switch_agent.config import (AgentConfig, AgentGroupConfig, AgentMember, PortParams,
                                  default_agent)
 from topologies.wiring import (DEFAULT_BUFFER_BYTES, DEFAULT_RATE_BPS, L2_BURST_BYTES,
-                                REPO_ROOT, interface_commands, rate_commands, shape_commands)
+                                REPO_ROOT, interface_commands, kernel_hash_seed, rate_commands,
+                                shape_commands)
 
 
 _default_rundir: str | None = None
@@ -199,13 +200,14 @@ class FabricSwitch(OwnedNode, Switch):
                  buffer_bytes: int = DEFAULT_BUFFER_BYTES, agent: AgentConfig | None = None,
                  rundir: str | None = None, with_agent: bool = True,
                  port_rate_bps: dict[str, float] | None = None, qdisc: str = "fifo",
-                 **params):
+                 path_seed: int | None = None, **params):
         params.setdefault("inNamespace", True)
         super().__init__(name, **params)
         self.routes = [(dst, list(nhs)) for dst, nhs in routes]
         self.rate_bps = rate_bps
         self.port_rate_bps = dict(port_rate_bps or {})   # per-interface overrides
         self.qdisc = qdisc
+        self.path_seed = path_seed      # a fixed path draw: the kernel's hash seeded by it
         self.buffer_bytes = buffer_bytes
         self.agent_config = agent if agent is not None else default_agent(name)
         self.rundir = rundir
@@ -223,6 +225,9 @@ class FabricSwitch(OwnedNode, Switch):
                 "sysctl -qw net.ipv4.conf.default.rp_filter=0",
                 # a nexthop whose link lost carrier is skipped (link failures, flaps)
                 "sysctl -qw net.ipv4.conf.all.ignore_routes_with_linkdown=1"]
+        if self.path_seed is not None:    # the same paths every run (topology.paths)
+            cmds.append("sysctl -qw net.ipv4.fib_multipath_hash_seed="
+                        f"{kernel_hash_seed(self.name, self.path_seed)}")
         ports = {}
         for intf in self.intfNames():
             if intf == "lo":

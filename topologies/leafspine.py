@@ -61,7 +61,8 @@ class LeafSpineTopo(Topo):
     def build(self, leaves=4, spines=4, hosts_per_leaf=4, rate_bps=wiring.DEFAULT_RATE_BPS,
               buffer_bytes=wiring.DEFAULT_BUFFER_BYTES, routing="ecmp", agents=None,
               rundir=None, with_agent=True, port_rates=None, qdisc="fifo", pods=1, cores=0,
-              oversubscription=1.0, nodes=None, agent_processes=0, pin_cpus=False):
+              oversubscription=1.0, nodes=None, agent_processes=0, pin_cpus=False,
+              path_seed=None):
         """``port_rates``: {switch name: {interface: rate_bps}} overrides of single
         egress ports (a slower hop); ``agents``: {switch name: AgentConfig} (a run plan's
         ``agents``; missing ones get ``topologies.fabric.default_agent``); ``qdisc``:
@@ -71,7 +72,8 @@ class LeafSpineTopo(Topo):
         :class:`LiveFabric` starts and removes as ``self.overlay``); ``agent_processes`` > 0: the
         switches' agents run in that many processes, started by the :class:`LiveFabric`
         once every switch is up (``topologies.fabric.start_agents``, each on one CPU with
-        ``pin_cpus``), instead of one per switch as each starts."""
+        ``pin_cpus``), instead of one per switch as each starts. ``path_seed``: a fixed
+        path draw, each switch's kernel hash seeded by it (None: the kernel's own)."""
         wiring.check_shape(leaves, spines, hosts_per_leaf, routing)
         self.rundir = rundir             # the run's folder: its ledger (emulator.launch.ledger)
         self.agent_processes = agent_processes if with_agent else 0
@@ -87,7 +89,7 @@ class LeafSpineTopo(Topo):
                            rundir=rundir,
                            with_agent="later" if with_agent and agent_processes else with_agent,
                            inNamespace=True,
-                           qdisc=qdisc)
+                           qdisc=qdisc, path_seed=path_seed)
         port_rates = port_rates or {}
         core_rate = wiring.core_rate_bps(rate_bps, leaves, cores, oversubscription) if cores \
             else rate_bps

@@ -21,6 +21,7 @@ over its uplink capacity, L x rate / (C x core rate) (the paper's Table 1: 2 or 
 from __future__ import annotations
 
 import os
+import zlib
 
 from runtime.codec import check, finite
 from runtime.scale import DEFAULT as DEFAULT_SCALE, PAPER_LINK_RATE_BPS
@@ -160,6 +161,13 @@ def neighbors(topo, switch: str) -> list[str]:
         return hosts
     pod = t // topo.leaves
     return hosts + [f"spine{g}" for g in range(pod * topo.spines, (pod + 1) * topo.spines)]
+
+
+def kernel_hash_seed(switch: str, path_seed: int) -> int:
+    """The kernel's multipath hash seed of ``switch`` (``net.ipv4.fib_multipath_hash_seed``,
+    per namespace) for a fixed path draw: its own per switch, as HPCC's ns-3 seeds each
+    switch's ECMP hash by its node id; never 0 (the kernel's "random")."""
+    return zlib.crc32(f"{path_seed}/{switch}".encode()) or 1
 
 
 def check_shape(leaves: int, spines: int, hosts_per_leaf: int, routing: str) -> None:

@@ -42,7 +42,7 @@ def topology(plan, rundir: str):
     opts = dict(rate_bps=f.rate_bps, buffer_bytes=f.buffer_bytes, routing=f.routing,
                 agents=plan.agents, rundir=rundir, port_rates=f.port_rates, qdisc=f.port_qdisc,
                 agent_processes=plan.agent_processes or default_processes(len(plan.agents)),
-                pin_cpus=plan.pin_cpus)
+                pin_cpus=plan.pin_cpus, path_seed=f.path_seed)
     if f.kind == "dumbbell":
         return DumbbellTopo(f.hosts_per_leaf, **opts)
     nodes = None                              # every node here (LocalNodes)

@@ -39,7 +39,7 @@ def predict_one(spec: Spec, scheme: str, seed: int, rundir: str | None = None,
                    background=inp.background, link_events=inp.link_events,
                    per_step_sport=inp.per_step_sport, tracking=tracking,
                    messages=inp.messages,
-                   post_delay_s=inp.post_delay_s)
+                   post_delay_s=inp.post_delay_s, path_seed=plan.fabric.path_seed)
     wall = time.perf_counter() - t0
     if rundir is not None:
         write_run(RunFolder(rundir), plan, spec, scheme, res, inp, wall, tracking)

@@ -61,14 +61,16 @@ def simulate(fabric: LinkGraph, jobs: Sequence[JobInput | JobLayout], *,
              link_events: Sequence[LinkEvent] = (),
              paths: Mapping[FlowKey, Sequence[str]] | None = None,
              per_step_sport: bool = True, tracking: str = "job",
-             messages: Sequence[Message] = (), post_delay_s: float = 0.0) -> ModelResult:
+             messages: Sequence[Message] = (), post_delay_s: float = 0.0,
+             path_seed: int | None = None) -> ModelResult:
     """Run ``jobs`` (``JobInput``, or ``JobLayout``: no stragglers) and plain ``messages``
     (each a flow of its (job, step) from its ``start_s``) on ``fabric`` under
     ``scheme`` (``baseline`` | ``ideal-priority`` | ``pq``; ``tracking`` of
     ideal-priority, as Symphony's ``[symphony] tracking``: the lowest step per ``job`` or
     per (job, ring), ``ring``). Routing is the fabric's (``ecmp`` or
     ``static``); ``rng`` (a ``random.Random``, a numpy ``Generator`` or an int seed; None:
-    seed 0) keys the ECMP choices, one draw taken from it; ``paths`` overrides them per
+    seed 0) keys the ECMP choices, one draw taken from it (``path_seed``, if given, keys
+    them instead: a fixed draw, ``topology.paths = "fixed"``); ``paths`` overrides them per
     flow (src/dst as names or IPs) while every link of the given path is up. Times in
     seconds from the run's t = 0; ``mtu_bytes``: the RoCE MTU (``transport.mtu_bytes``).
     ``post_delay_s``: the mean of an exponential delay between a rank's cue (its start, or
@@ -84,8 +86,9 @@ def simulate(fabric: LinkGraph, jobs: Sequence[JobInput | JobLayout], *,
     jobs = [j if isinstance(j, JobInput) else JobInput.from_layout(j) for j in jobs]
     if not post_delay_s >= 0:
         raise ValueError(f"post_delay_s must be >= 0, got {post_delay_s}")
-    run = _Run(fabric, scheme, tracking, salt_of(rng), mtu_bytes, per_step_sport, paths,
-               post_delay_s)
+    salt = salt_of(rng)
+    run = _Run(fabric, scheme, tracking, salt, mtu_bytes, per_step_sport, paths,
+               post_delay_s, salt if path_seed is None else salt_of(path_seed))
     return run.run(jobs, background, link_events, messages)
 
 
@@ -95,8 +98,9 @@ def _seq_of(f: Flow) -> int:
 
 class _Run:
     def __init__(self, fabric, scheme, tracking, salt, mtu_bytes, per_step_sport, paths,
-                 post_delay_s=0.0):
+                 post_delay_s=0.0, path_salt=None):
         self.fab, self.salt, self.mtu, self.per_step = fabric, salt, mtu_bytes, per_step_sport
+        self.path_salt = salt if path_salt is None else path_salt   # the ECMP choices'
         self.post_delay = post_delay_s
         self.post_rng = random.Random(salt ^ POST_STREAM)
         self.prio = Priorities(scheme, tracking)
@@ -292,7 +296,7 @@ class _Run:
         if given is not None and not any(frozenset(ln) in self.down
                                          for ln in zip(given, given[1:])):
             return given
-        return self.fab.route(f.src, f.dst, ecmp_choice(self.salt, f.ecmp_key), self.down)
+        return self.fab.route(f.src, f.dst, ecmp_choice(self.path_salt, f.ecmp_key), self.down)
 
     def _place(self, f: Flow, path, fresh: bool = False) -> None:
         """Put ``f`` on ``path`` (None: black-holed), off its old one."""

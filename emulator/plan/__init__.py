@@ -59,6 +59,8 @@ class FabricPlan:
     underlay_bps: float = 0.0     # the servers' network, per server (0: as it reports)
     flow_control: str = "drop"    # drop-tail ports | pfc: lossless (each agent's ``pfc``)
     control_priority: bool = True # pfc: ACK, NAK, CNP in a priority never paused
+    path_seed: int | None = None  # topology.paths = "fixed": the draw every seed takes;
+                                  # None: each run's seed draws its paths
 
     @property
     def port_rates(self) -> dict[str, dict[str, float]]:
@@ -101,6 +103,12 @@ class RunPlan(Codec):
     def link_rate_bps(self) -> float:
         return self.fabric.rate_bps
 
+    @property
+    def path_seed(self) -> int:
+        """What draws the run's ECMP paths (the hash's salt, the ports' salt): its seed, or
+        the fabric's fixed draw (``topology.paths = "fixed"``)."""
+        return self.seed if self.fabric.path_seed is None else self.fabric.path_seed
+
 
 def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - the verb
     """The run of ``spec`` with ``scheme`` and ``seed``."""
@@ -116,7 +124,8 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
                                            for hop in KINDS[p.kind].slow_hops(p, rate)),
                      t.ssh or bool(t.server_targets), t.server_targets,
                      os.path.expanduser(t.ssh_config) if t.ssh_config else "", t.underlay,
-                     t.underlay_gbps * 1e9, t.flow_control, spec.pfc.control_priority)
+                     t.underlay_gbps * 1e9, t.flow_control, spec.pfc.control_priority,
+                     t.path_seed if t.paths == "fixed" else None)
     agents = {name: agent_config(spec, sc, sch.hook_at_start(late), seed, name)
               for name in wiring.switch_names(t)}
     lays = layouts(spec)
@@ -193,8 +202,11 @@ def cc_config(spec: Spec, sc: Scale) -> CcConfig:
 
 def transport_params(spec: Spec, sc: Scale, seed: int = 0) -> TransportParams:
     """The hosts' transport: the spec's real-scale timers dilated like every other timer;
-    the run's seed salts the flows' source ports, so each seed is a new ECMP draw."""
+    the run's seed salts the flows' source ports, so each seed is a new ECMP draw (with
+    ``topology.paths = "fixed"``, ``path_seed`` does: every seed the same ports)."""
     tr = spec.transport
+    if spec.topology.paths == "fixed":
+        seed = spec.topology.path_seed
     return TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
                            per_step_sport=tr.per_step_sport, rto_s=tr.rto_s(sc),
                            nak_timeout_s=tr.nak_timeout_s(sc),

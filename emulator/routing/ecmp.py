@@ -1,6 +1,7 @@
 """The ECMP hash every backend that routes flows itself uses -- the flow-level model and
 the simulation (the emulation has the kernel's): per switch, a keyed hash of the flow's
-5-tuple salted by the run, so each seed draws the fabric's paths anew (docs/architecture.md
+5-tuple salted by the run, so each seed draws the fabric's paths anew, or by a fixed draw
+with ``topology.paths = "fixed"`` (``RunPlan.path_seed``; docs/architecture.md
 §10; the kernel's multipath hash is another function of the same 5-tuple, so an emulated
 run's paths are recorded and a twin is given them, ``--paths``).
 

@@ -152,8 +152,9 @@ def _simulate(plan, spec_raw: dict, spec_path: str | None, rundir: str,
                                   f.spines if pods else 0)
 
     salt = salt_of(seed)
+    path_salt = salt if f.path_seed is None else salt_of(f.path_seed)   # topology.paths
     net = Network(fab, loop, f.buffer_bytes, port_name,
-                  lambda s, d, p: ecmp_choice(salt, f"{s}/{d}/{p}"),
+                  lambda s, d, p: ecmp_choice(path_salt, f"{s}/{d}/{p}"),
                   classes=2 if plan.scheme.port_qdisc == "pq" else 1,
                   host_delay_s=host_delay_s,
                   rng=random.Random((salt ^ HOST_STREAM) + 7919 * (repeat - 1)))

@@ -25,7 +25,7 @@ from cluster import placement
 from emulator.spec import file as specfile, jobs as specjobs, paper, pfc as specpfc, profiles
 from emulator.perturbations import KINDS as PERTURBATION_KINDS
 from emulator.spec.schema import (CONGESTION_CONTROLS, DCQCN_VARIANTS, FLOW_CONTROLS, MAX_SEED,
-                             PERTURBATION_KEYS, PERTURBATIONS, PRIMARY_METRICS, SCHEME_NAMES,
+                             MAX_PATH_SEED, PATH_DRAWS, PERTURBATION_KEYS, PERTURBATIONS, PRIMARY_METRICS, SCHEME_NAMES,
                              SECTIONS, TOP_KEYS, TOPOLOGY_KINDS, VERIFICATIONS,
                              PerturbationSpec, RunSpec, ScaleSpec, Spec, TopologySpec)
 from emulator.spec.check import SpecError, need, reuse, section, show
@@ -176,6 +176,11 @@ def validate(raw: dict, path: str) -> Spec:
          topo.buffer_bytes, "must be >= 16384 (a few 4 KB frames) and <= 2**30")
     need(topo.flow_control in FLOW_CONTROLS, path, "topology.flow_control",
          topo.flow_control, f"allowed: {', '.join(FLOW_CONTROLS)}")
+    need(topo.paths in PATH_DRAWS, path, "topology.paths", topo.paths,
+         f"allowed: {', '.join(PATH_DRAWS)}")
+    need(isinstance(topo.path_seed, int) and not isinstance(topo.path_seed, bool)
+         and 0 <= topo.path_seed <= MAX_PATH_SEED, path, "topology.path_seed", topo.path_seed,
+         f"an integer in 0..{MAX_PATH_SEED}")
     reuse(path, "switch", sw, lambda: RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax),
           {"enabled": "red"})
     for key in ("red_scale_with_rate", "trace_arrivals"):

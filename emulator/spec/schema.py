@@ -38,6 +38,8 @@ SCHEME_NAMES = tuple(SCHEME_REGISTRY)          # emulator.spec.schemes: one obje
 PERTURBATIONS = tuple(PERTURBATION_KINDS)  # emulator.perturbations: one class each
 TOPOLOGY_KINDS = ("leafspine", "dumbbell")
 FLOW_CONTROLS = ("drop", "pfc")    # drop-tail ports | lossless, 802.1Qbb ([pfc])
+PATH_DRAWS = ("per_seed", "fixed")  # ECMP paths: new every run seed | one set for every seed
+MAX_PATH_SEED = 2**31 - 1
 ALGORITHM_NAMES = tuple(ALGORITHMS)
 GRID_ALGORITHMS = tuple(n for n, c in ALGORITHMS.items() if c.needs_grid)
 # hosts.cc's algorithms: "dcqcn" (its [dcqcn] variant: dcqcn_<variant>) or another by name
@@ -156,6 +158,9 @@ class TopologySpec:
     ssh_config: str = ""
     underlay_gbps: float = _num(0.0, 0.0, 1e5, " Gb/s")
     flow_control: str = "drop"       # drop | pfc (the paper's lossless fabric: 802.1Qbb PFC)
+    paths: str = "per_seed"          # PATH_DRAWS: each seed draws the flows' ECMP paths anew,
+                                     # or "fixed": every seed takes path_seed's (HPCC's ns-3)
+    path_seed: int = 0               # the fixed draw (paths = "fixed"); 0: unsalted ports
     server_targets: tuple = ()       # from `servers = [...]`: real servers
     underlay: tuple = ()
 
