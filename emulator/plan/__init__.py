@@ -125,7 +125,7 @@ def compile(spec: Spec, scheme: str, seed: int) -> RunPlan:    # noqa: A001 - th
                      t.ssh or bool(t.server_targets), t.server_targets,
                      os.path.expanduser(t.ssh_config) if t.ssh_config else "", t.underlay,
                      t.underlay_gbps * 1e9, t.flow_control, spec.pfc.control_priority,
-                     t.path_seed if t.paths == "fixed" else None)
+                     path_draw(t))
     agents = {name: agent_config(spec, sc, sch.hook_at_start(late), seed, name)
               for name in wiring.switch_names(t)}
     lays = layouts(spec)
@@ -200,13 +200,19 @@ def cc_config(spec: Spec, sc: Scale) -> CcConfig:
     return CcConfig(name, real.scaled(sc))
 
 
+def path_draw(topo) -> int | None:
+    """The fixed ECMP draw every seed takes (``topology.paths = "fixed"``), or None: each
+    run's seed draws its own (``FabricPlan.path_seed``)."""
+    return topo.path_seed if topo.paths == "fixed" else None
+
+
 def transport_params(spec: Spec, sc: Scale, seed: int = 0) -> TransportParams:
     """The hosts' transport: the spec's real-scale timers dilated like every other timer;
     the run's seed salts the flows' source ports, so each seed is a new ECMP draw (with
     ``topology.paths = "fixed"``, ``path_seed`` does: every seed the same ports)."""
     tr = spec.transport
-    if spec.topology.paths == "fixed":
-        seed = spec.topology.path_seed
+    draw = path_draw(spec.topology)
+    seed = seed if draw is None else draw
     return TransportParams(mtu_bytes=tr.mtu_bytes, ack_every=tr.ack_every,
                            per_step_sport=tr.per_step_sport, rto_s=tr.rto_s(sc),
                            nak_timeout_s=tr.nak_timeout_s(sc),

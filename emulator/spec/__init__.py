@@ -25,8 +25,9 @@ from cluster import placement
 from emulator.spec import file as specfile, jobs as specjobs, paper, pfc as specpfc, profiles
 from emulator.perturbations import KINDS as PERTURBATION_KINDS
 from emulator.spec.schema import (CONGESTION_CONTROLS, DCQCN_VARIANTS, FLOW_CONTROLS, MAX_SEED,
-                             MAX_PATH_SEED, PATH_DRAWS, PERTURBATION_KEYS, PERTURBATIONS, PRIMARY_METRICS, SCHEME_NAMES,
-                             SECTIONS, TOP_KEYS, TOPOLOGY_KINDS, VERIFICATIONS,
+                             MAX_PATH_SEED, PATH_DRAWS, PERTURBATION_KEYS, PERTURBATIONS,
+                             PRIMARY_METRICS, SCHEME_NAMES, SECTIONS, TOP_KEYS, TOPOLOGY_KINDS,
+                             VERIFICATIONS,
                              PerturbationSpec, RunSpec, ScaleSpec, Spec, TopologySpec)
 from emulator.spec.check import SpecError, need, reuse, section, show
 from emulator.spec.jobs import job_hosts

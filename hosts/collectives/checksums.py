@@ -200,8 +200,9 @@ class Generated:
         return self.rng[1]
 
     def __bytes__(self) -> bytes:
-        return bytes(self[0:self.rng[1]]) if self.rng[1] <= STREAM_BYTES else b"".join(
-            bytes(self[a:a + STREAM_BYTES]) for a in range(0, self.rng[1], STREAM_BYTES))
+        """The whole range, made a block at a time (the block held stays one)."""
+        return b"".join(bytes(self[a:a + STREAM_BYTES])
+                        for a in range(0, self.rng[1], STREAM_BYTES)) if self.rng[1] else b""
 
     def __getitem__(self, part: slice) -> memoryview:
         a, b, _ = part.indices(self.rng[1])
