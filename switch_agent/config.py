@@ -42,9 +42,14 @@ class RedParams(Codec):
     # at r uses them times r / rate_ref_bps (HPCC ns-3's run.py sets Kmin/Kmax per port
     # bandwidth); 0: the same thresholds on every port
     rate_ref_bps: float = 0.0
+    # a port with two classes (pq): True marks on the backlog of the packet's own class
+    # (HPCC's ns-3, SwitchMmu::ShouldSendCN), False on the port's whole queue
+    per_class: bool = True
 
     def __post_init__(self):
         check(isinstance(self.enabled, bool), "enabled", self.enabled, "must be true or false")
+        check(isinstance(self.per_class, bool), "per_class", self.per_class,
+              "must be true or false")
         check(finite(self.kmin_bytes) and finite(self.kmax_bytes)
               and 0 <= self.kmin_bytes < self.kmax_bytes, "kmin_bytes", self.kmin_bytes,
               f"need 0 <= kmin_bytes < kmax_bytes ({self.kmax_bytes})")

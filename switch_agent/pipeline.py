@@ -11,7 +11,9 @@ Per packet, in order (docs/architecture.md §5):
 3. Fault injection: drop the given fraction of RoCE data packets (a lossy link).
 4. Queue model: enqueue on the port (drain at the port's rate, drop-tail at the buffer;
    the kernel drops what overflows, or the agent, on a port whose classes share it).
-5. Congestion point: RED probability on the queue (§5.2).
+5. Congestion point: RED probability on the queue (§5.2); on a pq port with RED per
+   class (``RedParams.per_class``) on the backlog of the packet's class, which the
+   scheme (6) decides first.
 6. The switch scheme (``switch_agent.schemes``): Symphony's marking decision, or the
    priority-queue baseline's class (lagging flows get DSCP ``PQ_HIGH_DSCP`` written,
    which the port's qdisc, a u32 filter, serves first), or nothing (baseline).
@@ -81,11 +83,11 @@ class SwitchPipeline:
                  tracking: str = "job", drop_fraction: float = 0.0,
                  on_window: Callable[[Window], None] | None = None):
         self.ports = ports
-        self.red = red                        # the property: also its fields, read per packet
         self.tracker = tracker
         self.random = random
         self.tracking = tracking
         self.scheme: SwitchScheme = SWITCH_SCHEMES[scheme](tracker, tracking)
+        self.red = red                        # the property: also its fields, read per packet
         self.set_drop_fraction(drop_fraction)
         self.unknown_port_pkts = 0
         # Which egress port each RoCE flow took, from its first packet (PSN 0): (job,
@@ -107,6 +109,11 @@ class SwitchPipeline:
         self._red = red
         self._red_on, self._kmin, self._kmax = red.enabled, red.kmin_bytes, red.kmax_bytes
         self._pmax, self._rate_ref_bps = red.pmax, red.rate_ref_bps
+        self._classed_red()
+
+    def _classed_red(self) -> None:
+        """Whether RED reads the packet's class's backlog: pq's two classes, per class."""
+        self._per_class = self._red.per_class and self.scheme.name == "pq"
 
     @classmethod
     def from_config(cls, cfg, ports: dict[int, Port], on_window=None) -> "SwitchPipeline":
@@ -133,6 +140,7 @@ class SwitchPipeline:
         if name != self.scheme.name:
             self.tracker.reset()
             self.scheme = SWITCH_SCHEMES[name](self.tracker, self.tracking)
+            self._classed_red()
 
     def set_symphony(self, enabled: bool) -> None:
         """Symphony on, or back to RED only."""
@@ -194,15 +202,13 @@ class SwitchPipeline:
         if q > port.window_max_q_bytes:
             port.window_max_q_bytes = q
 
-        red_mark = False
-        kmin, kmax = self._kmin, self._kmax
-        if self._rate_ref_bps:                 # per port, scaled with its rate (HPCC)
-            f = port.queue.rate_Bps * 8 / self._rate_ref_bps
-            kmin, kmax = kmin * f, kmax * f
-        if self._red_on and q > kmin:
-            p = red_probability(q, kmin, kmax, self._pmax)
-            red_mark = p >= 1.0 or self.random() < p
-        sym_mark, high = self.scheme.decide(hdr, now_s, self.random)
+        if self._per_class:                    # the class first: RED reads its backlog
+            sym_mark, high = self.scheme.decide(hdr, now_s, self.random)
+            red_mark = self._red_mark(port, port.queue.promote(nbytes + L2_HEADER_BYTES)
+                                      if high else q - port.queue.q_high)
+        else:
+            red_mark = self._red_mark(port, q)
+            sym_mark, high = self.scheme.decide(hdr, now_s, self.random)
         if high:
             c.pq_high += 1
         if not (red_mark or sym_mark):
@@ -229,6 +235,17 @@ class SwitchPipeline:
         if high:
             wire.set_dscp(out, PQ_HIGH_DSCP)
         return out
+
+    def _red_mark(self, port: Port, q: float) -> bool:
+        """The congestion point's verdict on a backlog of ``q`` bytes (the packet's in)."""
+        kmin, kmax = self._kmin, self._kmax
+        if self._rate_ref_bps:                 # per port, scaled with its rate (HPCC)
+            f = port.queue.rate_Bps * 8 / self._rate_ref_bps
+            kmin, kmax = kmin * f, kmax * f
+        if not self._red_on or q <= kmin:
+            return False
+        p = red_probability(q, kmin, kmax, self._pmax)
+        return p >= 1.0 or self.random() < p
 
     def _prioritized(self, pkt) -> bytearray:
         out = bytearray(pkt)

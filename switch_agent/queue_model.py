@@ -15,6 +15,13 @@ Lengths are charged as HTB charges them: the IP packet plus the 14-byte Ethernet
 header. The congestion point (DCQCN's CP) marks ECT packets with RED's probability
 ``pmax * (q - kmin) / (kmax - kmin)`` between the thresholds and always above kmax,
 where ``q`` includes the arriving packet.
+
+A port with two strict-priority classes (the pq scheme) is one FIFO to the model (one
+buffer, drop-tail on the sum), plus the backlog of its high class, ``q_high``: the drain
+serves it first, and :meth:`promote` moves an arriving packet into it. RED per class
+(``RedParams.per_class``, HPCC's ns-3: ``SwitchMmu::ShouldSendCN`` reads the egress bytes
+of the packet's own queue) marks a packet on its class's backlog: ``q_high`` for the
+high class, the rest for the low one.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ class EgressQueue:
     """Fluid model of a FIFO that drains at ``rate_bps`` and holds ``buffer_bytes``."""
     __slots__ = ("rate_Bps", "buffer_bytes", "burst_bytes", "q_bytes", "tokens", "t_last_s",
                  "max_q_bytes", "enqueued_pkts", "enqueued_bytes", "dropped_pkts",
-                 "pause_from_s", "pause_until_s")
+                 "pause_from_s", "pause_until_s", "q_high")
 
     def __init__(self, rate_bps: float, buffer_bytes: int, burst_bytes: float = 0.0):
         if rate_bps <= 0:
@@ -42,6 +49,7 @@ class EgressQueue:
         self.burst_bytes = float(burst_bytes)
         self.tokens = float(burst_bytes)     # an idle port has a full bucket
         self.q_bytes = 0.0
+        self.q_high = 0.0                    # of q_bytes, the high class's (pq: promote)
         self.t_last_s: float | None = None
         self.max_q_bytes = 0.0
         self.enqueued_pkts = 0
@@ -63,9 +71,12 @@ class EgressQueue:
             if credit >= self.q_bytes:
                 credit -= self.q_bytes
                 self.q_bytes = 0.0
+                self.q_high = 0.0
                 self.tokens = credit if credit < self.burst_bytes else self.burst_bytes
             else:
                 self.q_bytes -= credit
+                if self.q_high:                  # strict priority: the high class first
+                    self.q_high = self.q_high - credit if self.q_high > credit else 0.0
                 self.tokens = 0.0
         if self.t_last_s is None or now_s > self.t_last_s:
             self.t_last_s = now_s
@@ -102,6 +113,14 @@ class EgressQueue:
         self.enqueued_pkts += 1
         self.enqueued_bytes += nbytes
         return q
+
+    def promote(self, nbytes: int) -> float:
+        """The packet just enqueued (``nbytes``) is the high class's; returns that class's
+        backlog, it included. (Credit an idle port saved can have sent part of it at
+        once: the class holds at most what the port does.)"""
+        q = self.q_high + nbytes
+        self.q_high = q if q < self.q_bytes else self.q_bytes
+        return self.q_high
 
 
 def red_probability(q_bytes: float, kmin_bytes: float, kmax_bytes: float, pmax: float) -> float:

@@ -204,3 +204,23 @@ def test_a_rate_change_applies_from_its_time_on():
     assert q.backlog(0.008) == pytest.approx(4000)
     with pytest.raises(ValueError, match="rate_bps must be > 0"):
         q.set_rate(0, 0.01)
+
+
+# --- the high class of a two-class (pq) port --------------------------------------------
+
+def test_the_high_class_backlog_drains_first_and_never_exceeds_the_port():
+    q = EgressQueue(RATE_BPS, BUFFER_BYTES)
+    q.enqueue(5000, 0.0)                                 # the low class's
+    q.enqueue(3000, 0.0)
+    assert q.promote(3000) == pytest.approx(3000)        # the high class's
+    assert q.backlog(0.001) == pytest.approx(6750)       # 1250 B left the port ...
+    assert q.q_high == pytest.approx(1750)               # ... all of them the high class's
+    assert q.backlog(0.003) == pytest.approx(4250)
+    assert q.q_high == 0.0                               # then the low class drains
+    assert q.backlog(1.0) == 0.0
+
+
+def test_a_promoted_packet_that_idle_credit_sent_at_once_is_not_counted_twice():
+    q = EgressQueue(RATE_BPS, BUFFER_BYTES, burst_bytes=1000)
+    assert q.enqueue(1500, 0.0) == pytest.approx(500)    # 1000 B left on saved credit
+    assert q.promote(1500) == pytest.approx(500)         # the class holds what the port does

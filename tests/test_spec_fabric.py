@@ -171,7 +171,7 @@ def test_agent_config_symphony_scheme_enables_symphony_with_the_spec_values():
     assert cfg["seed"] == 7
     assert cfg["pq"] is False
     assert cfg["red"] == {"enabled": True, "kmin_bytes": 50000, "kmax_bytes": 100000,
-                          "pmax": 0.2, "rate_ref_bps": 0.0}
+                          "pmax": 0.2, "rate_ref_bps": 0.0, "per_class": True}
     sy = cfg["symphony"]
     assert sy["enabled"] is True
     assert (sy["k"], sy["tau"], sy["n_warmup"], sy["n_sample"]) == (0.01, 0.25, 2, 8)
@@ -213,9 +213,17 @@ def test_agent_config_red_follows_the_switch_section():
                          "switch.kmax_bytes=2000", "switch.pmax=0.5"])
     assert agent_config(spec, "baseline", 1)["red"] == {
         "enabled": False, "kmin_bytes": 1000, "kmax_bytes": 2000, "pmax": 0.5,
-        "rate_ref_bps": 0.0}
+        "rate_ref_bps": 0.0, "per_class": True}
     scaled = load(TABLE1, ["profile=zhu"] + AT_2000 + ["switch.red_scale_with_rate=true"])
     assert agent_config(scaled, "baseline", 1)["red"]["rate_ref_bps"] == 10e9 / 2000
+
+
+def test_red_per_class_reaches_the_agents_and_a_bad_value_is_one_line():
+    spec = load(TABLE1, AT_2000 + ["switch.red_per_class=false"])
+    assert agent_config(spec, "pq", 1)["red"]["per_class"] is False
+    assert agent_config(load(TABLE1, AT_2000), "pq", 1)["red"]["per_class"] is True
+    with pytest.raises(Exception, match=r"switch\.red_per_class.*true or false"):
+        load(TABLE1, AT_2000 + ["switch.red_per_class=2"])
 
 
 def test_link_rate_of_table1_is_10g_over_2000():

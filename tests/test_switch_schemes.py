@@ -138,3 +138,37 @@ def test_a_closed_window_names_its_job_and_under_per_ring_tracking_its_ring(trac
     assert keys == ({(1, 0), (1, 1)} if tracking == "ring" else {(1, None)})
     assert all(isinstance(w.job, int) for w in windows)
     assert [decode(encode(w)) for w in windows] == windows      # as a run folder reads it back
+
+
+@pytest.mark.parametrize("per_class, marked", [(True, False), (False, True)])
+def test_pq_red_per_class_marks_a_lagging_packet_on_its_own_class_backlog(per_class, marked):
+    # A port whose low class holds 20 frames of the step running ahead (over kmax) and whose
+    # high class holds one lagging frame: a second lagging frame finds 2 frames in its class
+    # (under kmin). HPCC's ns-3 marks on the class's queue, so it passes unmarked; on the
+    # port's whole queue (per_class = false) it is marked for the other class's backlog.
+    frame = len(packet(5, 0)) + 14
+    red = RedParams(True, 3 * frame, 6 * frame, 1.0, per_class=per_class)
+    port = Port("p", EgressQueue(1e6, 1 << 20))
+    pipe = SwitchPipeline({PORT: port}, red,
+                          SymphonyTracker(SymphonyParams(t_win_s=1.0, n_warmup=0)),
+                          random.Random(1).random, scheme="pq")
+    pipe.handle(packet(5, 0), PORT, 0.0)                      # step_min = 5: high
+    for psn in range(20):
+        pipe.handle(packet(6, psn), PORT, 0.0)                # ahead: the low class
+    out = pipe.handle(packet(5, 1), PORT, 0.0)
+    assert out[1] >> 2 == PQ_HIGH_DSCP                        # the high class either way
+    assert (wire.parse_ip_roce(bytes(out)).ecn == wire.ECN_CE) is marked
+    assert port.queue.q_high == pytest.approx(2 * frame if per_class else 0)
+
+
+def test_red_per_class_leaves_single_class_schemes_as_they_were():
+    frame = len(packet(5, 0)) + 14
+    outs = {}
+    for per_class in (True, False):
+        red = RedParams(True, 3 * frame, 6 * frame, 0.5, per_class=per_class)
+        pipe = SwitchPipeline({PORT: Port("p", EgressQueue(1e6, 1 << 20))}, red,
+                              SymphonyTracker(SymphonyParams(t_win_s=1.0, n_warmup=0, k=0.5)),
+                              random.Random(3).random, scheme="symphony")
+        outs[per_class] = [None if o is None else bytes(o) for o in feed(pipe, _lag_then_ahead())]
+    assert outs[True] == outs[False]
+    assert sum(o is not None for o in outs[True]) > 50        # RED and Symphony both marked

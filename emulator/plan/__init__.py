@@ -162,7 +162,7 @@ def agent_config(spec: Spec, sc: Scale, hook: str, seed: int, switch: str) -> Ag
         switch=switch, scheme=hook, seed=seed,
         red=RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax,
                       sc.rate_bps(spec.topology.link_rate_gbps * 1e9)
-                      if sw.red_scale_with_rate else 0.0),
+                      if sw.red_scale_with_rate else 0.0, sw.red_per_class),
         symphony=SymphonyParams(t_win_s=sy.t_win_s(sc), k=sy.k, tau=sy.tau,
                                 n_warmup=sy.n_warmup, n_sample=sy.n_sample,
                                 tracking=sy.tracking),

@@ -184,7 +184,7 @@ def validate(raw: dict, path: str) -> Spec:
          f"an integer in 0..{MAX_PATH_SEED}")
     reuse(path, "switch", sw, lambda: RedParams(sw.red, sw.kmin_bytes, sw.kmax_bytes, sw.pmax),
           {"enabled": "red"})
-    for key in ("red_scale_with_rate", "trace_arrivals"):
+    for key in ("red_scale_with_rate", "trace_arrivals", "red_per_class"):
         need(isinstance(getattr(sw, key), bool), path, f"switch.{key}", getattr(sw, key),
              "must be true or false")
     scale = Scale(sc.dilation)

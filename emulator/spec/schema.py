@@ -184,6 +184,8 @@ class SwitchSpec:                    # defaults, bounds: the agent's (switch_age
     red_scale_with_rate: bool = False    # kmin/kmax are for a link_rate_gbps port; a port
                                          # at rate r uses them x r/link_rate (HPCC)
     trace_arrivals: bool = AgentConfig.trace_arrivals   # every queued packet (a study)
+    red_per_class: bool = RedParams.per_class   # pq's ports: RED on the packet's class's
+                                                # backlog (HPCC's ns-3) | the port's
 
 
 @dataclass(frozen=True)
