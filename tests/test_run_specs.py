@@ -23,7 +23,7 @@ FIG8A = os.path.join(RUNS, "fig8a.toml")
 FIG8B = os.path.join(RUNS, "fig8b.toml")
 FIG8C = os.path.join(RUNS, "fig8c.toml")
 RUN_NAMES = ["fig2", "fig4", "fig5", "fig6", "fig7ab", "fig7c", "fig8a", "fig8b", "fig8c",
-             "fig9", "table1", "table1-paper", "table1-two-leaf", "table2", "two-servers"]
+             "fig9", "paper-fig5", "table1", "table1-paper", "table1-two-leaf", "table2", "two-servers"]
 
 
 def _raw_variants(path):
@@ -66,6 +66,7 @@ def test_every_run_spec_variant_list_is_the_expected_one():
         "fig9": ["delay-0ms", "delay-250ms", "delay-500ms", "delay-1000ms"],
         "table2": ["vgg16", "resnet50", "transformer"],
         "table1-paper": ["fig4", "fig5"],
+        "paper-fig5": ["ours", "steps", "payload", "paths", "collective", "fabric", "paper"],
     }
 
 
