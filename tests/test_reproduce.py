@@ -101,3 +101,22 @@ def test_page_refuses_data_without_rows_and_a_page_that_would_show_less(tmp_path
                      "--force"]) == 0
     made = page.read_text()
     assert "| fig2 | not yet (200) |" in made and "| fig9 | 200 of 200 seeds, " in made
+
+
+def test_page_with_a_reading_too_long_is_one_line_and_nothing_written(tmp_path, capsys):
+    """A figure's reading past READING_LINES was a ValueError traceback out of --page (met
+    on paper-fig5's reading, 2026-12-07); now one line naming the file and the limit,
+    exit 2, and neither the page nor a plot written."""
+    import shutil
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(os.path.join(rp.DATA, "fig9.csv"), data / "fig9.csv")
+    (data / "fig9.md").write_text("a line\n" * (figures.READING_LINES + 1))
+    page = tmp_path / "p.md"
+    capsys.readouterr()
+    assert cli_main(["reproduce", "--page", "--data", str(data), "--to", str(page)]) == 2
+    assert capsys.readouterr().err == (
+        f"symphony-emu reproduce: {data / 'fig9.md'}: {figures.READING_LINES + 1} lines; a "
+        f"figure's reading is at most {figures.READING_LINES} (what holds, what does not, "
+        "the measured cause)\n")
+    assert not page.exists() and not (tmp_path / "p").exists()

@@ -77,6 +77,8 @@ def page(data_dir: str, runs_dir: str, planned=None, plots_dir: str | None = Non
     from emulator.spec import load
     figs = {os.path.splitext(os.path.basename(p))[0]: read(p)
             for p in sorted(glob.glob(os.path.join(data_dir, "*.csv")))}
+    # every reading first: one that cannot be printed stops the page before a plot is drawn
+    readings = {fig: _reading(os.path.join(data_dir, fig + ".md")) for fig in figs}
     parts = [HEADER, _done_table({**{f: [] for f in expected}, **figs}, planned)]
     for fig, rows in figs.items():
         spec = load(os.path.join(runs_dir, fig + ".toml"))
@@ -88,7 +90,7 @@ def page(data_dir: str, runs_dir: str, planned=None, plots_dir: str | None = Non
         if plots_dir is not None and any(plot(fig, rows, spec.paper, m, os.path.join(
                 plots_dir, fig + ".svg")) for m in dict.fromkeys(drawn)):
             parts.append(f"![{fig}: paired differences per seed]({plots_href}{fig}.svg)\n")
-        reading = _reading(os.path.join(data_dir, fig + ".md"))
+        reading = readings[fig]
         if reading:
             parts.append("**Reading.** " + reading)
     questions = os.path.join(data_dir, "questions.md")

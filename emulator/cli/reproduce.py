@@ -52,7 +52,11 @@ def cmd_reproduce(args) -> int:
         if why:
             print(f"symphony-emu reproduce: {why}", file=sys.stderr)
             return 2
-        made = write_page(data, to)
+        try:
+            made = write_page(data, to)
+        except ValueError as e:             # a reading or a row the page cannot carry
+            print(f"symphony-emu reproduce: {e}", file=sys.stderr)
+            return 2
         print(f"page: {made}")
         return 0
     known = rp.figures()
