@@ -88,6 +88,7 @@ class RankConfig(Codec):
     program: tuple | None = None
     order: str = DEFAULT_ORDER       # the dependency rule (hosts.collectives.order)
     verify: str = "buffers"          # VERIFY_MODES: real buffers or checksums
+    in_flight: int = 1               # a program's collectives under way at once (0: any)
 
     def __post_init__(self):
         check(self.order in ORDERS, "order", self.order, f"allowed: {', '.join(ORDERS)}")
@@ -97,6 +98,7 @@ class RankConfig(Codec):
         check(self.nbytes >= 4 and self.nbytes % 4 == 0, "nbytes", self.nbytes,
               "must be a positive multiple of 4")
         check(self.passes >= 1, "passes", self.passes, "must be >= 1")
+        check(self.in_flight >= 0, "in_flight", self.in_flight, "must be >= 0 (0: no limit)")
         for name in ("compute_gap_s", "start_s", "step_delay_s"):
             v = getattr(self, name)
             check(finite(v) and v >= 0, name, v, "must be a finite number >= 0")

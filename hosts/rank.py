@@ -181,7 +181,13 @@ class Collective:
 
 class RankProgram:
     """All collectives of one job on this host: ``passes`` of one size with compute gaps
-    between them, or a training workload's program (sizes and ready times per collective)."""
+    between them, or a training workload's program (sizes and ready times per collective).
+
+    A workload's collectives start in order, each once its gradients exist (its
+    ``ready_s`` after its iteration began) and fewer than ``spec.in_flight`` of the job's
+    are under way (0: no limit, as ASTRA-sim issues each layer's all-reduce; 1: one at a
+    time, as DDP's one NCCL stream). An iteration begins once every collective of the one
+    before has ended (the optimizer's step needs all gradients)."""
 
     def __init__(self, nic, spec, t0, telemetry, progress):
         self.nic, self.spec, self.tele, self.progress = nic, spec, telemetry, progress
@@ -192,8 +198,10 @@ class RankProgram:
             s = replace(spec, nbytes=n)
             self.per_size[n] = (s, *build(s))
         self.passes = len(self.program) if self.program else spec.passes
-        self.current: Collective | None = None
-        self.finished: list[Collective] = []
+        self.limit = spec.in_flight if spec.in_flight > 0 else self.passes
+        self.active: list[Collective] = []     # started, not ended (in start order)
+        self.started = 0
+        self.finished: list[Collective] = []   # in the order they ended
         self.early: list = []            # messages for passes not started yet
         self.after: RankProgram | None = None   # this host's rank of spec["after_job"]
         self.set_start(t0)
@@ -201,7 +209,8 @@ class RankProgram:
     def set_start(self, t0: float) -> None:
         """The run's t = 0; a program that runs after another waits for it instead."""
         self.t0 = t0
-        self.next_start: float | None = None
+        self.next_start: float | None = None   # when pass ``started`` may start (None:
+                                               # not known yet: an iteration's end)
         if not self.spec.after_job:
             self._anchor(t0)
 
@@ -209,54 +218,70 @@ class RankProgram:
         self.iteration_start = t + self.spec.start_s
         self.next_start = self.iteration_start + (self.program[0][1] if self.program else 0.0)
 
-    def _after(self, now: float) -> float:
-        """When the next collective may start, the previous one having ended at ``now``."""
+    def _plan(self, now: float) -> None:
+        """After a pass started or ended at ``now``: when pass ``started`` may start, if
+        that is known now."""
+        if self.next_start is not None or self.started >= self.passes:
+            return
         if not self.program:
-            return now + self.spec.compute_gap_s
-        nbytes, ready_s, begins_iteration = self.program[len(self.finished)]
+            if not self.active:
+                self.next_start = now + self.spec.compute_gap_s
+            return
+        _, ready_s, begins_iteration = self.program[self.started]
         if begins_iteration:
+            if self.active:
+                return                       # the iteration before has not ended
             self.iteration_start = now
-        return max(now, self.iteration_start + ready_s)
+        self.next_start = max(now, self.iteration_start + ready_s)
+
+    def _owing(self) -> list[Collective]:
+        """Passes that may still owe a straggler's delayed sends (its last steps)."""
+        if self.limit == 1:
+            return self.finished[-2:] + self.active
+        return [c for c in self.finished if c.deferred] + self.active
 
     def next_event(self) -> float | None:
         """When this program needs the loop to wake up next (a deferred send, a pass)."""
-        times = [c.deferred[0][0] for c in self.finished[-2:] + [self.current]
-                 if c is not None and c.deferred]
-        if self.next_start is None and self.after is not None and self.after.done:
+        times = [c.deferred[0][0] for c in self._owing() if c.deferred]
+        if self.started == 0 and self.next_start is None and self.after is not None \
+                and self.after.done:
             self._anchor(self.after.end_s)
-        if self.current is None and len(self.finished) < self.passes \
+        if len(self.active) < self.limit and self.started < self.passes \
                 and self.next_start is not None:
             times.append(self.next_start)
         return min(times) if times else None
 
     def tick(self, now: float) -> None:
-        # A finished pass may still owe a straggler's delayed sends (its last steps).
-        for c in self.finished[-2:] + [self.current]:
-            if c is not None and c.deferred:
+        for c in self._owing():
+            if c.deferred:
                 c.tick(now)
-        if self.next_start is None and self.after is not None and self.after.done:
+        if self.started == 0 and self.next_start is None and self.after is not None \
+                and self.after.done:
             self._anchor(self.after.end_s)
-        if self.current is None and len(self.finished) < self.passes \
+        while len(self.active) < self.limit and self.started < self.passes \
                 and self.next_start is not None and now >= self.next_start:
-            index = len(self.finished)
+            index = self.started
             nbytes = self.program[index][0] if self.program else self.spec.nbytes
             spec, schedule, deps, verifier = self.per_size[nbytes]
-            self.current = Collective(self.nic, spec, schedule, deps, index, self.tele,
-                                      self.progress, verifier)
-            self.current.start(now)
+            c = Collective(self.nic, spec, schedule, deps, index, self.tele, self.progress,
+                           verifier)
+            self.active.append(c)
+            self.started += 1
+            self.next_start = None
+            c.start(now)
+            self._plan(now)
             early, self.early = self.early, []
             for flow, msg in early:
                 self.on_message(flow, msg, now)
 
     def sink_of(self, flow):
         """What fits a new receive's bytes as they arrive, if its pass verifies by
-        checksums: the current pass's, or the next one's (a faster peer's); else None."""
-        c = self.current
-        if c is not None:
+        checksums: a pass under way's, or the next one's (a faster peer's); else None."""
+        for c in self.active:
             i = c.matches(flow)
             if i is not None:
                 return c.stream(i)
-        index = len(self.finished) + (c is not None)
+        index = self.started
         if index >= self.passes:
             return None
         spec, schedule, _, verifier = self.per_size[
@@ -269,16 +294,14 @@ class RankProgram:
     def on_message(self, flow, message, now) -> bool:
         if flow.job != self.spec.job:
             return False
-        c = self.current
-        if c is not None:
+        for c in self.active:
             i = c.matches(flow)
             if i is not None:
                 c.deliver(i, message, now)
                 if c.done:
+                    self.active.remove(c)
                     self.finished.append(c)
-                    self.current = None
-                    if len(self.finished) < self.passes:
-                        self.next_start = self._after(now)
+                    self._plan(now)
                     self.tick(now)
                 return True
         self.early.append((flow, message))   # a later pass's data, from a faster peer
@@ -291,8 +314,7 @@ class RankProgram:
     @property
     def end_s(self) -> float:
         """When its last pass so far ended (asked once it is :attr:`done`)."""
-        end = self.finished[-1].end_s
-        assert end is not None, "a finished pass has its end"
+        end = max(c.end_s for c in self.finished if c.end_s is not None)
         return end
 
 

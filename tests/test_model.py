@@ -373,3 +373,18 @@ def test_without_a_post_delay_a_step_starts_the_instant_its_data_is_in():
     assert job_end(res) == pytest.approx(3 * 2 * T)
     with pytest.raises(ValueError, match="post_delay_s"):
         simulate(dumbbell(2, rate_bps=R), [pair()], mtu_bytes=MTU, post_delay_s=-1.0)
+
+
+def test_a_program_with_in_flight_shares_the_link_between_its_collectives():
+    # Two collectives ready at once: one at a time they take T each, back to back; with no
+    # limit both start together and share the link (2T each). The next iteration begins
+    # when both have ended, either way at the same time.
+    s0, r0, r2 = 0.5, 0.25, 0.125
+    program = ((2 * C, r0, True), (2 * C, r0, False), (2 * C, r2, True))
+    e = s0 + r0 + 2 * T
+    want = {1: [(s0 + r0, s0 + r0 + T), (s0 + r0 + T, e), (e + r2, e + r2 + T)],
+            0: [(s0 + r0, e), (s0 + r0, e), (e + r2, e + r2 + T)]}
+    for in_flight, passes in want.items():
+        res = simulate(dumbbell(2, rate_bps=R),
+                       [pair(program=program, start_s=s0, in_flight=in_flight)], mtu_bytes=MTU)
+        close(ends(res), {(r, p): v for r in (0, 1) for p, v in enumerate(passes)})

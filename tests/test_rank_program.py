@@ -143,3 +143,28 @@ def test_a_job_after_another_starts_on_each_host_when_its_predecessor_ended_ther
 def test_a_job_after_a_job_missing_on_the_host_is_refused():
     with pytest.raises(SystemExit, match="runs after job 9, which has no rank on this host"):
         run_ring(dict(job=4, after_job=9))
+
+
+def test_a_program_with_in_flight_runs_ready_collectives_at_once_up_to_its_limit():
+    # Three buckets ready together at 1.0 s, then an iteration of one bucket ready 0.1 s
+    # after it began. One collective takes 24.6 ms on the fake ring (messages do not share
+    # a link there), so concurrent ones end together.
+    program = [[16384, 1.0, True], [16384, 1.0, False], [16384, 1.0, False],
+               [16384, 0.1, True]]
+    one = 0.0246
+    at_once = per_pass(run_ring(dict(program=program, in_flight=0)))
+    assert [s for s, _, _ in at_once[:3]] == pytest.approx([1.0] * 3)
+    assert [e for _, e, _ in at_once[:3]] == pytest.approx([1.0 + one] * 3, abs=1e-3)
+    # the next iteration begins once all three ended (the optimizer's step)
+    assert at_once[3][0] == pytest.approx(max(e for _, e, _ in at_once[:3]) + 0.1)
+    two = per_pass(run_ring(dict(program=program, in_flight=2)))
+    assert [s for s, _, _ in two[:3]] == pytest.approx([1.0, 1.0, two[0][1]])
+    seq = per_pass(run_ring(dict(program=program)))                # in_flight = 1
+    assert [s for s, _, _ in seq[1:3]] == pytest.approx([seq[0][1], seq[1][1]])
+    for passes in (at_once, two, seq):
+        assert len(passes) == 4 and all(c.verified for _, _, cs in passes for c in cs)
+
+
+def test_in_flight_below_zero_is_refused():
+    with pytest.raises(ValueError, match=r"in_flight must be >= 0 \(0: no limit\), got -1"):
+        rank_spec(0, in_flight=-1)

@@ -140,6 +140,10 @@ def test_a_workload_job_lays_out_its_program(tmp_path):
     ({"gradient_scale": 2}, ["jobs[0].gradient_scale = 2.0", "(0, 1]"]),
     ({"bucket_mb": -1}, ["jobs[0].bucket_mb = -1.0", "> 0"]),
     ({"compute_speedup": 0}, ["jobs[0].compute_speedup = 0.0", "> 0"]),
+    ({"in_flight": -1}, ["jobs[0].in_flight = -1", "0..1000 (0: no limit"]),
+    ({"in_flight": 2.5}, ["jobs[0].in_flight = 2.5", "must be an integer"]),
+    ({"workload": None, "iterations": None, "chunk_bytes": 4096, "in_flight": 0},
+     ["jobs[0].in_flight = 0", "only with a workload"]),
 ])
 def test_bad_workload_keys_are_named(tmp_path, job, words):
     assert_spec_error(spec_file(tmp_path, **job), *words)

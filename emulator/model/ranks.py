@@ -15,8 +15,10 @@ rule for rule:
   flight or, for a straggler, not posted yet).
 * Passes run back to back, ``compute_gap_s`` after the previous one ended; a training
   ``program`` instead gives each collective's (nbytes, ready_s, begins_iteration):
-  collective i starts once i-1 has ended and ``ready_s`` after its iteration began (the
-  end of the collective before the iteration's first; the first at ``start_s``).
+  collective i starts ``ready_s`` after its iteration began (the end of the iteration
+  before's last collective; the first at ``start_s``), in order, while fewer than
+  ``in_flight`` of the program's are under way (1, the default: once i-1 has ended; 0: no
+  limit, as ASTRA-sim issues each layer's all-reduce).
 * ``after_job``: the rank starts once this host's rank of that job is done (every pass
   ended and every send posted), ``start_s`` after that job's last collective ended.
 
@@ -56,6 +58,7 @@ class JobInput:
     after_job: int = 0
     step_delay_s: Mapping[str, float] = field(default_factory=dict)
     order: str = DEFAULT_ORDER       # the dependency rule (hosts.collectives.order)
+    in_flight: int = 1               # a program's collectives under way at once (0: any)
 
     def __post_init__(self):
         check_order(self.order)
@@ -74,7 +77,7 @@ class JobInput:
                    passes=lay.passes, compute_gap_s=lay.compute_gap_s, start_s=lay.start_s,
                    program=tuple(tuple(c) for c in lay.program) if lay.program else None,
                    after_job=lay.after_job, step_delay_s=dict(step_delay_s or {}),
-                   order=lay.order)
+                   order=lay.order, in_flight=getattr(lay, "in_flight", 1))
 
     def group(self, rank: int) -> tuple:
         """What the rank's schedule is built over: the grid, or the ring holding it."""
@@ -114,12 +117,14 @@ class FluidRank:
         self.steps_per_collective = len(self.schedule(0).steps)
         self.channel = job.channel_base(rank)
         self.delay_s = job.step_delay_s.get(self.host, 0.0)
-        self.current: int | None = None      # pass index under way
+        self.active: dict[int, StepOrder] = {}   # passes under way: their receives, sends
+        self.starts: dict[int, float] = {}
+        self.started = 0
         self.finished = 0
-        self.track: StepOrder | None = None  # the current pass's receives and sends
+        self.limit = job.in_flight if job.in_flight > 0 else len(self.sizes)
+        self.pending = False                 # the next pass's start is on the timer
         self.early: list[tuple[int, int]] = []   # (pass, step index) not started yet
         self.deferred = 0                    # straggler sends not posted yet
-        self.start_s = 0.0
         self.last_end_s: float | None = None
         self.iteration_start_s = 0.0
         self.waiting: list["FluidRank"] = []   # programs that run after this one
@@ -135,25 +140,50 @@ class FluidRank:
         first ``ready_s``) later, and never before ``now_s``."""
         self.iteration_start_s = t_s + self.job.start_s
         first = self.iteration_start_s + (self.job.program[0][1] if self.job.program else 0.0)
+        self.pending = True
         self.timer(max(first, now_s), self.start_at)
 
     def start_at(self, t_s: float) -> None:
-        p = self.finished
-        self.current, self.start_s = p, t_s
-        self.track = StepOrder(self.deps[self.sizes[p]])
+        self.pending = False
+        p = self.started
+        self.started += 1
+        self.active[p] = StepOrder(self.deps[self.sizes[p]])
+        self.starts[p] = t_s
         self.send(self, p, 0, t_s)
         early = [e for e in self.early if e[0] == p]
         self.early = [e for e in self.early if e[0] != p]
         for _, i in early:
             self.deliver(p, i, t_s)
+        self._plan(t_s)
+
+    def _plan(self, t_s: float) -> None:
+        """After a pass started or ended at ``t_s``: the next one's start on the timer,
+        once it is known (``hosts.rank.RankProgram``'s rule: in order, at most
+        ``in_flight`` under way, an iteration once the one before has ended)."""
+        if self.pending or self.started >= len(self.sizes) or len(self.active) >= self.limit:
+            return
+        if not self.job.program:
+            if self.active:
+                return
+            when = t_s + self.job.compute_gap_s
+        else:
+            _, ready_s, begins_iteration = self.job.program[self.started]
+            if begins_iteration:
+                if self.active:
+                    return                   # the iteration before has not ended
+                self.iteration_start_s = t_s
+            when = max(t_s, self.iteration_start_s + ready_s)
+        self.pending = True
+        self.timer(when, self.start_at)
 
     # --- receiving ------------------------------------------------------------------
     def deliver(self, pass_index: int, i: int, t_s: float) -> None:
         """Step ``i`` of pass ``pass_index`` has fully arrived at ``t_s``."""
-        if pass_index != self.current:
+        track = self.active.get(pass_index)
+        if track is None:
             self.early.append((pass_index, i))
             return
-        _, due = self.track.arrive(i)
+        _, due = track.arrive(i)
         for j in due:
             if self.delay_s > 0:
                 self.deferred += 1
@@ -161,36 +191,25 @@ class FluidRank:
                            lambda t, p=pass_index, j=j: self._deferred(p, j, t))
             else:
                 self.send(self, pass_index, j, t_s)
-        if self.track.done:
-            self._end(t_s)
+        if track.done:
+            self._end(pass_index, t_s)
 
     def _deferred(self, pass_index: int, i: int, t_s: float) -> None:
         self.deferred -= 1
         self.send(self, pass_index, i, t_s)
         self._check_done(t_s)
 
-    def _end(self, t_s: float) -> None:
-        p = self.current
+    def _end(self, p: int, t_s: float) -> None:
         steps = self.schedule(p).steps
         self.records.append(CollectiveDone(
             job=self.job.job, rank=self.rank, pass_index=p, algorithm=self.job.algorithm,
-            nbytes=self.sizes[p], start_s=self.start_s, end_s=t_s, verified=True,
+            nbytes=self.sizes[p], start_s=self.starts.pop(p), end_s=t_s, verified=True,
             steps=len(steps), host=self.host))
-        self.current = None
+        del self.active[p]
         self.finished += 1
         self.last_end_s = t_s
-        if self.finished < len(self.sizes):
-            self.timer(self._next_start(t_s), self.start_at)
+        self._plan(t_s)
         self._check_done(t_s)
-
-    def _next_start(self, t_s: float) -> float:
-        """When the next collective may start, the previous one having ended at ``t_s``."""
-        if not self.job.program:
-            return t_s + self.job.compute_gap_s
-        _, ready_s, begins_iteration = self.job.program[self.finished]
-        if begins_iteration:
-            self.iteration_start_s = t_s
-        return max(t_s, self.iteration_start_s + ready_s)
 
     def _check_done(self, t_s: float) -> None:
         if self.done_s is None and self.finished == len(self.sizes) and not self.deferred:

@@ -240,7 +240,7 @@ def _rank_hosts(spec: Spec, sc: Scale, rate: float, lays, seed: int,
                 passes=lay.passes, steps_per_collective=lay.steps, seed=seed,
                 compute_gap_s=lay.compute_gap_s, start_s=lay.start_s, after_job=lay.after_job,
                 step_delay_s=delays.get(host, 0.0), program=lay.program, order=lay.order,
-                verify=verify))
+                verify=verify, in_flight=lay.in_flight))
     return {h: _host(spec, sc, rate, h, seed, ranks=tuple(rs)) for h, rs in ranks.items()}
 
 

@@ -34,6 +34,7 @@ class JobLayout:
     program: tuple | None = None
     after_job: int = 0     # starts, rank by rank, after this job (see JobSpec)
     order: str = DEFAULT_ORDER   # the dependency rule (hosts.collectives.order)
+    in_flight: int = 1     # a program's collectives under way at once (0: any; JobSpec)
 
     @property
     def bus_factor(self) -> float:
@@ -79,7 +80,7 @@ def layout(job: JobSpec, topo: TopologySpec, time_s, order: str = DEFAULT_ORDER)
     steps = algo.n_steps(group)
     return JobLayout(job.id, job.algorithm, tuple(hosts), rings, grid, nbytes, steps,
                      passes, time_s(job.compute_gap_us * 1e-6), time_s(job.start_ms * 1e-3),
-                     ring_size, program, job.after_job, order)
+                     ring_size, program, job.after_job, order, job.in_flight)
 
 
 def collective_bytes(lay: JobLayout, index: int) -> int:

@@ -138,6 +138,8 @@ def _job(job: JobSpec, where: str, path: str, topo: TopologySpec) -> JobSpec:
         need(err is None, path, f"{where}.algorithm", job.algorithm, err)
     if job.workload is not None:
         return _workload(job, where, path)
+    need(job.in_flight == 1, path, f"{where}.in_flight", job.in_flight,
+         "only with a workload (passes of one size run one at a time)")
     need((job.chunk_bytes is None) != (job.size_bytes is None), path, f"{where}.chunk_bytes",
          job.chunk_bytes, "give exactly one of chunk_bytes and size_bytes (or a workload)")
     size = job.chunk_bytes if job.chunk_bytes is not None else job.size_bytes
@@ -177,4 +179,7 @@ def _workload(job: JobSpec, where: str, path: str) -> JobSpec:
     need(isinstance(job.iterations, int) and not isinstance(job.iterations, bool)
          and 1 <= job.iterations <= 1000, path, f"{where}.iterations", job.iterations,
          "must be in 1..1000")
+    need(isinstance(job.in_flight, int) and not isinstance(job.in_flight, bool)
+         and 0 <= job.in_flight <= 1000, path, f"{where}.in_flight", job.in_flight,
+         "must be an integer in 0..1000 (0: no limit; 1: one all-reduce at a time)")
     return job           # gradient_scale, bucket_mb, compute_speedup: their Range

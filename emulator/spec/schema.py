@@ -306,6 +306,7 @@ class JobSpec:
     iterations: int = 1
     gradient_scale: float = _num(1 / 256, 0, 1, open_lo=True)
     bucket_mb: float = _num(25.0, 1e-3, 1e4, " MiB")
+    in_flight: int = 1               # a workload's all-reduces under way at once; 0: any
     compute_speedup: float = _num(1.0, 1e-3, 1e6)
 
 
