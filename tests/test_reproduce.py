@@ -120,3 +120,17 @@ def test_page_with_a_reading_too_long_is_one_line_and_nothing_written(tmp_path, 
         f"figure's reading is at most {figures.READING_LINES} (what holds, what does not, "
         "the measured cause)\n")
     assert not page.exists() and not (tmp_path / "p").exists()
+
+
+def test_out_pointing_at_one_figures_folder_is_refused_before_any_run(tmp_path, capsys):
+    # reproduce keeps runs in <out>/<figure>/<backend>; given <out>/fig5 itself (its runs
+    # in fig5/sim) it would start every run again in fig5/fig5/sim (2026-12-07)
+    (tmp_path / "fig5" / "sim").mkdir(parents=True)
+    rc = cli_main(["reproduce", "fig5", "--backend", "sim", "--out", str(tmp_path / "fig5"),
+                   "--data", str(tmp_path / "data")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert f"--out {tmp_path / 'fig5'}: that is one figure's folder" in err
+    assert f"--out {tmp_path}, to resume them" in err
+    assert not (tmp_path / "fig5" / "fig5").exists() and not (tmp_path / "data").exists()
+    assert rp.misplaced_out(str(tmp_path), ["fig5"]) is None        # the right folder

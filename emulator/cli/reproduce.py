@@ -78,6 +78,10 @@ def cmd_reproduce(args) -> int:
         for f in figs))
     from emulator.cli.common import out_dir, progress_printer
     out = out_dir(args.out, "reproduce")
+    why = rp.misplaced_out(out, figs)
+    if why:
+        print(f"symphony-emu reproduce: {why}", file=sys.stderr)
+        return 2
     print(f"symphony-emu reproduce: -> {out} (run again with --out {out} to resume)")
     try:
         for path in rp.reproduce(figs, backends, out, data, args.seeds, args.jobs,

@@ -54,6 +54,21 @@ def seeds_for(figure: str, backend: str, override: int | None = None) -> int:
     return MORE_SEEDS.get(backend, {}).get(figure, SEEDS[backend])
 
 
+def misplaced_out(out: str, figs: list[str]) -> str | None:
+    """Why ``out`` is one figure's folder rather than the folder of figures that
+    :func:`reproduce` resumes (``out/<figure>/<backend>``), or None. Given the figure's own
+    folder, every run would silently start again one level deeper."""
+    if os.path.basename(os.path.normpath(out)) not in figs:
+        return None
+    held = [b for b in BACKENDS if os.path.isdir(os.path.join(out, b))]
+    if not held or any(os.path.isdir(os.path.join(out, f)) for f in figs):
+        return None
+    parent = os.path.dirname(os.path.normpath(out)) or "."
+    return (f"--out {out}: that is one figure's folder (its runs are in "
+            f"{os.path.join(out, held[0])}); give the folder that holds it, --out {parent}, "
+            "to resume them")
+
+
 def reproduce(figs: list[str], backends: list[str], out: str, data: str = DATA,
               seeds: int | None = None, jobs: int = 1, progress=None) -> list[str]:
     """Run each figure on each backend (resuming what ``out`` holds) and write its CSV;
