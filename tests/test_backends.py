@@ -87,3 +87,25 @@ def test_a_sweep_asks_any_backend_once_for_every_run_not_done(tmp_path, capsys):
     again = sweep_it()                         # resumed: nothing left to run
     assert rec.asked[1] == ([], 3) and again == rows
     assert "done before, kept" in capsys.readouterr().out
+
+
+def test_a_sweep_runs_again_what_an_edited_spec_would_run_otherwise(tmp_path, capsys):
+    # a sweep used to keep any finished run folder, so an edit of the spec between two
+    # tries left the first try's runs in the table (2026-12-07); a scheme or seed added
+    # (what a command asks, not what a run runs) still resumes
+    rec = Recorder()
+
+    def sweep_it(schemes, sets=()):
+        return sweep.run_sweep(TABLE1, str(tmp_path), [], list(sets), schemes, [1],
+                               backend=rec, plots=False, opts=Options(jobs=1))
+    sweep_it(["baseline"])
+    sweep_it(["baseline", "pq"])
+    assert rec.asked[1][0] == [("pq", 1, "pq-seed1")]
+    capsys.readouterr()
+    sweep_it(["baseline", "pq"], ["symphony.k=0.1"])
+    assert rec.asked[2][0] == [("baseline", 1, "baseline-seed1"), ("pq", 1, "pq-seed1")]
+    out = capsys.readouterr().out
+    assert "default baseline seed 1: done before, run again: the spec changed since it " \
+        "ran (symphony.k differs)" in out
+    man = RunFolder(str(tmp_path / "default" / "baseline-seed1")).manifest
+    assert man.spec["symphony"]["k"] == 0.1

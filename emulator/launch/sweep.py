@@ -6,7 +6,10 @@ resumable, collected into one table (``sweep.csv``) and one comparison plot.
 
 Layout: ``<out>/<point>/<scheme>-seed<N>/`` with ``<point>`` the variant name or
 ``key=value,...``. A run whose folder already holds ``measurements.json`` is skipped,
-so an interrupted sweep continues where it stopped when run again with the same --out.
+so an interrupted sweep continues where it stopped when run again with the same --out,
+if it ran what the spec now runs (``emulator.spec.what_runs``: schemes, seeds, other
+variants and the paper's numbers may have been added since); a run of an edited spec is
+run again, and the line says which key differs.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from emulator.analysis.evidence import print_evidence
 from emulator.analysis.split import TWIN
 from emulator.launch.backends import BACKENDS, Backend, Options, Task
 from emulator.rundir import RunFolder, run_folders
-from emulator.spec import load, variants
+from emulator.spec import first_difference, load, variants, what_runs
 
 
 def points(spec_path: str, params: list[str], base_overrides: list[str],
@@ -65,10 +68,27 @@ def _runs(spec_path, out, pts, schemes, seeds, backend: Backend):
         # seed by seed, a seed's schemes side by side (as `run` orders them): the
         # machine's drift over a long sweep then moves both sides of a pair alike
         yield label, spec, pdir, [
-            (f"{label} {scheme} seed {seed}", scheme, seed, rundir, RunFolder(rundir).done)
+            (f"{label} {scheme} seed {seed}", scheme, seed, rundir, _kept(rundir, spec))
             for seed in seeds or spec.run.seeds
             for scheme in schemes or backend.default_schemes(spec)
             for rundir in [os.path.join(pdir, f"{scheme}-seed{seed}")]]
+
+
+def _kept(rundir: str, spec) -> bool | str:
+    """True: ``rundir`` is a finished run of what ``spec`` runs (``spec.what_runs``: a
+    scheme or a variant added since keeps it); False: not finished; else why it is run
+    again (the spec was edited since: the first key that differs)."""
+    folder = RunFolder(rundir)
+    if not folder.done:
+        return False
+    try:
+        ran = folder.manifest.spec
+    except (OSError, ValueError) as e:         # DamagedRun, OlderRun: run it again
+        return f"its manifest cannot be read ({e})"
+    if not isinstance(ran, dict):
+        return "its manifest records no spec"
+    diff = first_difference(what_runs(ran), what_runs(spec.raw))
+    return True if diff is None else f"the spec changed since it ran ({diff} differs)"
 
 
 def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[str],
@@ -93,9 +113,11 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
         if line:
             print(f"{label}: {line}")
         for name, scheme, seed, rundir, done in runs:
-            if done:
+            if done is True:
                 print(f"{name}: done before, kept")
             else:
+                if done:
+                    print(f"{name}: done before, run again: {done}")
                 todo.append(Task(name, spec, scheme, seed, rundir))
     backend.run(todo, opts, progress)
     for label, _, pdir, _ in made:

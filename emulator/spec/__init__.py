@@ -45,6 +45,34 @@ def variants(spec: Spec) -> list[tuple[str, list[str]]]:
     return [(v["name"], list(v.get("set", []))) for v in spec.raw.get("variants", [])]
 
 
+# What a run's result does not depend on: the spec's other points ([[variants]]), the
+# paper's numbers, its description, and which schemes and seeds a command runs.
+NOT_RUN_KEYS = ("variants", "paper", "description")
+NOT_RUN_RUN_KEYS = ("schemes", "seeds", "primary")
+
+
+def what_runs(raw: dict) -> dict:
+    """Of a spec as written (``Spec.raw``, a manifest's ``spec``): what one run of it runs,
+    so a sweep keeps a finished run of an earlier edit only if this is the same."""
+    out = {k: v for k, v in raw.items() if k not in NOT_RUN_KEYS}
+    if isinstance(out.get("run"), dict):
+        out["run"] = {k: v for k, v in out["run"].items() if k not in NOT_RUN_RUN_KEYS}
+    return out
+
+
+def first_difference(a, b, where: str = "") -> str | None:
+    """The first dotted key at which two specs as written differ (None: the same)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            if k not in a or k not in b:
+                return f"{where}{k}"
+            d = first_difference(a[k], b[k], f"{where}{k}.")
+            if d is not None:
+                return d
+        return None
+    return None if a == b else (where[:-1] or "the spec")
+
+
 def load(path: str, overrides: list[str] = ()) -> Spec:
     """Read, override (``key=value``, dotted keys) and validate a spec file."""
     try:
