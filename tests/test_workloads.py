@@ -134,7 +134,7 @@ def test_a_workload_job_lays_out_its_program(tmp_path):
     ({"workload": "vgg16", "chunk_bytes": 4096}, ["jobs[0].chunk_bytes = 4096", "not with a workload"]),
     ({"workload": "vgg16", "passes": 3}, ["jobs[0].passes = 3", "give iterations"]),
     ({"workload": "vgg16", "algorithm": "ring_allgather"},
-     ["jobs[0].algorithm = 'ring_allgather'", "ring_allreduce only"]),
+     ["jobs[0].algorithm = 'ring_allgather'", "ring_allreduce or ring2d_allreduce"]),
     ({"iterations": 0}, ["jobs[0].iterations = 0", "1..1000"]),
     ({"gradient_scale": 0}, ["jobs[0].gradient_scale = 0.0", "(0, 1]"]),
     ({"gradient_scale": 2}, ["jobs[0].gradient_scale = 2.0", "(0, 1]"]),
@@ -152,3 +152,14 @@ def test_bad_workload_keys_are_named(tmp_path, job, words):
 def test_without_a_workload_the_chunk_message_mentions_it(tmp_path):
     assert_spec_error(spec_file(tmp_path, workload=None, iterations=None),
                       "give exactly one of chunk_bytes and size_bytes (or a workload)")
+
+
+def test_a_workload_on_the_2d_ring_lays_out_one_group_of_every_host(tmp_path):
+    spec = load(spec_file(tmp_path, algorithm="ring2d_allreduce", grid=[2, 2]))
+    (lay,) = [layout(j, spec.topology, Scale(spec.scale.dilation).time_s) for j in spec.jobs]
+    assert lay.grid == ((0, 1), (2, 3)) and lay.passes == 2 * len(
+        workloads.buckets("resnet50", 25 * MB))
+    # aligned to the 2D ring's chunks of float32 (2 on a 2 x 2 grid), the rows and
+    # columns taking part: every bucket divides evenly
+    assert all(c[0] % 8 == 0 for c in lay.program)
+    assert lay.schedule(0, lay.program[0][0]).steps

@@ -166,11 +166,16 @@ def passes_error(job: JobSpec, passes, topo: TopologySpec) -> str | None:
     return None
 
 
+# What a training workload's gradients may be all-reduced with: rings (one data-parallel
+# group a ring) or the 2D ring (the whole job one group: ASTRA-sim's ring_ring)
+ALLREDUCES = ("ring_allreduce", "ring2d_allreduce")
+
+
 def _workload(job: JobSpec, where: str, path: str) -> JobSpec:
     need(job.workload in WORKLOAD_NAMES, path, f"{where}.workload", job.workload,
          f"allowed: {', '.join(WORKLOAD_NAMES)}")
-    need(job.algorithm == "ring_allreduce", path, f"{where}.algorithm", job.algorithm,
-         "a training workload all-reduces its gradients: ring_allreduce only")
+    need(job.algorithm in ALLREDUCES, path, f"{where}.algorithm", job.algorithm,
+         "a training workload all-reduces its gradients: " + " or ".join(ALLREDUCES))
     for key in ("chunk_bytes", "size_bytes"):
         need(getattr(job, key) is None, path, f"{where}.{key}", getattr(job, key),
              "not with a workload (its bucket sizes come from the model)")
