@@ -23,7 +23,7 @@ FIG8A = os.path.join(RUNS, "fig8a.toml")
 FIG8B = os.path.join(RUNS, "fig8b.toml")
 FIG8C = os.path.join(RUNS, "fig8c.toml")
 RUN_NAMES = ["fig2", "fig4", "fig5", "fig6", "fig7ab", "fig7c", "fig8a", "fig8b", "fig8c",
-             "fig9", "paper-fig5", "paper-table2", "table1", "table1-paper", "table1-two-leaf", "table2", "two-servers"]
+             "fig9", "paper-fig5", "paper-fig6", "paper-table2", "table1", "table1-paper", "table1-two-leaf", "table2", "two-servers"]
 
 
 def _raw_variants(path):
@@ -68,8 +68,14 @@ def test_every_run_spec_variant_list_is_the_expected_one():
         "table1-paper": ["fig4", "fig5"],
         "paper-fig5": ["ours", "steps", "payload", "paths", "collective", "fabric", "fabric-timer",
                        "paper"],
-        "paper-table2": [f"{m}-{item}" for m in ("vgg16", "resnet50")
-                         for item in ("ours", "layers", "overlap", "bytes", "paper")],
+        "paper-fig6": ["ours", "layers", "overlap", "bytes", "collective", "rings", "buckets",
+                       "paper-overlap", "paper"],
+        "paper-table2": [f"vgg16-{item}" for item in (
+            "ours", "layers", "overlap", "collective", "bytes", "rings-serial", "rings",
+            "buckets", "paper")]
+        + [f"resnet50-{item}" for item in (
+            "ours", "layers", "overlap", "collective", "bytes", "full", "rings-serial", "rings",
+            "buckets", "paper-overlap", "paper")],
     }
 
 
