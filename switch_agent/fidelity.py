@@ -35,6 +35,7 @@ class PortFidelity:
     busy_sent_bytes: float = 0.0
     busy_expected_bytes: float = 0.0
     busy_util_min: float | None = None
+    worst: tuple | None = None      # the sample of err_max_bytes: (t, model, kernel)
     _last: tuple | None = field(default=None, repr=False)   # (t, sent, backlog, paused)
 
     def sample(self, t_s: float, model_backlog: float, kernel_backlog: float,
@@ -48,7 +49,9 @@ class PortFidelity:
             err = abs(model_backlog - kernel_backlog)
             self.samples += 1
             self.err_sum_bytes += err
-            self.err_max_bytes = max(self.err_max_bytes, err)
+            if self.worst is None or err > self.err_max_bytes:
+                self.err_max_bytes = err
+                self.worst = (t_s, model_backlog, kernel_backlog)
         if self._last is not None:
             t0, sent0, backlog0, paused0 = self._last
             expected = self.rate_bps / 8 * (t_s - t0)
@@ -67,6 +70,11 @@ class PortFidelity:
                 "queue_err_mean_bytes": self.err_sum_bytes / self.samples if self.samples
                 else None,
                 "queue_err_max_bytes": self.err_max_bytes if self.samples else None,
+                # where the model departed most, to tell which side ran ahead: a kernel
+                # queue longer than the model's is a shaper that sent late (its CPU was
+                # taken), a shorter one packets the model holds that the kernel sent
+                "queue_err_worst": dict(zip(("t_s", "model_bytes", "kernel_bytes"),
+                                            self.worst)) if self.worst else None,
                 "busy_intervals": self.busy_intervals,
                 "busy_util": self.busy_sent_bytes / self.busy_expected_bytes
                 if self.busy_intervals else None,

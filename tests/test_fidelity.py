@@ -70,6 +70,33 @@ def test_queue_error_counts_only_samples_with_a_queue():
     assert s["queue_err_mean_bytes"] == 3000 and s["queue_err_max_bytes"] == 4000
 
 
+def test_the_worst_sample_is_kept_with_both_sides():
+    f = PortFidelity(RATE_BPS)
+    f.sample(10.1, 20_000, 16_000, 0)
+    f.sample(10.2, 2_000, 30_000, 0)       # the kernel's queue 28 KB longer
+    f.sample(10.3, 10_000, 12_000, 0)
+    assert f.summary()["queue_err_worst"] == {"t_s": 10.2, "model_bytes": 2_000,
+                                              "kernel_bytes": 30_000}
+    assert PortFidelity(RATE_BPS).summary()["queue_err_worst"] is None
+
+
+def test_a_queue_model_flag_names_its_samples_and_which_side_held_more():
+    port = {"queue_err_mean_bytes": 28_000, "queue_samples": 1,
+            "queue_err_worst": {"t_s": 103.5, "model_bytes": 2_000, "kernel_bytes": 30_000}}
+    f = fidelity(meas_with({"leaf3-eth6": port}, name="leaf3", t_start=100.0),
+                 RATE_BPS, 4096, [1.2], [])
+    assert f.reasons == [
+        "leaf3:leaf3-eth6: the queue model is 28.0 KB off the kernel's backlog on average "
+        "(> 2 frames) over 1 sample; the worst at t = 3.50 s: model 2.0 KB, kernel 30.0 KB "
+        "(the kernel's shaper sent late)"]
+    port["queue_err_worst"] = {"t_s": 103.5, "model_bytes": 30_000, "kernel_bytes": 2_000}
+    port["queue_samples"] = 4
+    f = fidelity(meas_with({"leaf3-eth6": port}, name="leaf3", t_start=100.0),
+                 RATE_BPS, 4096, [1.2], [])
+    assert f.reasons[0].endswith("over 4 samples; the worst at t = 3.50 s: model 30.0 KB, "
+                                 "kernel 2.0 KB (the kernel sent what the model holds)")
+
+
 def test_a_port_busy_for_a_whole_interval_is_held_to_its_rate():
     f = PortFidelity(RATE_BPS)
     f.sample(0.0, 0, 100_000, 0)           # 100 KB queued: busy for 160 ms at least

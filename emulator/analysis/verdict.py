@@ -63,6 +63,19 @@ def _nfqueue_drops(a: AgentMeasurements) -> int:
     return q.get("queue_dropped", 0) + q.get("user_dropped", 0) + q.get("agent_enobufs", 0)
 
 
+def _queue_err_detail(f: dict, t0: float) -> str:
+    """How many samples a port's queue-model error is the mean of, and its worst (at
+    ``t0`` + its time: the agents' clock is the coordinator's): which side held more says
+    what went wrong (a summary written before either was kept: "")."""
+    n, w = f.get("queue_samples"), f.get("queue_err_worst")
+    if not n or not w:
+        return ""
+    m, k = w["model_bytes"], w["kernel_bytes"]
+    why = "the kernel's shaper sent late" if k > m else "the kernel sent what the model holds"
+    return (f" over {n} sample{'s' if n > 1 else ''}; the worst at t = {w['t_s'] - t0:.2f} s: "
+            f"model {m / 1e3:.1f} KB, kernel {k / 1e3:.1f} KB ({why})")
+
+
 def fastest_cct_s(lay, theo_s: float, rate_bps: float) -> float:
     """The shortest time a collective can take on token-bucket-shaped links: the lockstep
     bound less one full bucket per step (``L2_BURST_BYTES``, refilled while a rank
@@ -129,18 +142,20 @@ def fidelity(meas: Measurements, rate_bps: float, mtu: int, ratios: list, wrong:
             reasons.append(f"{name}{_on(name, server_of)}: NFQUEUE dropped {n} packets the "
                            "agent never saw")
     frame_bytes = wire_bytes(mtu, mtu)
-    queue_err, utils = {}, {}
+    queue_err, queue_fid, utils = {}, {}, {}
     for name, a in meas.agents.items():
         for port, f in a.fidelity.items():
             if f.get("queue_err_mean_bytes") is not None:
                 queue_err[f"{name}:{port}"] = f["queue_err_mean_bytes"]
+                queue_fid[f"{name}:{port}"] = f
             if f.get("busy_intervals", 0) >= BUSY_INTERVALS_MIN:
                 utils[f"{name}:{port}"] = f["busy_util"]
     worst = max(queue_err, key=queue_err.get, default=None)
     if worst and queue_err[worst] > QUEUE_ERR_MAX_FRAMES * frame_bytes:
         reasons.append(f"{worst}{_on(worst.split(':')[0], server_of)}: the queue model is "
                        f"{queue_err[worst] / 1e3:.1f} KB off the "
-                       f"kernel's backlog on average (> {QUEUE_ERR_MAX_FRAMES:g} frames)")
+                       f"kernel's backlog on average (> {QUEUE_ERR_MAX_FRAMES:g} frames)"
+                       + _queue_err_detail(queue_fid[worst], meas.t_start or 0.0))
     lo, hi = BUSY_UTIL_RANGE
     for port, u in sorted(utils.items()):
         if not lo <= u <= hi:
