@@ -380,3 +380,41 @@ def test_entry_expected_returns_ranges_target_and_per_pass_calling_base_once_per
 def test_expected_refuses_inputs_whose_items_do_not_match_itemsize():
     with pytest.raises(ValueError, match="4-byte items, not 8"):
         expected_result(ALGORITHMS["ring_allreduce"], 0, (0, 1), 32, 8, seeded(5, 4))
+
+
+@pytest.mark.parametrize("algorithm,group", CASES)
+def test_a_kept_sum_of_inputs_gives_the_same_expected_result(algorithm, group):
+    coll, nbytes = ALGORITHMS[algorithm], 4 * 24
+    base = seeded(5, nbytes // ITEM)
+    sums = {}
+
+    def sum_of(ranks):
+        sums[ranks] = sums.get(ranks, 0) + 1
+        return sum(base(r) for r in ranks)
+    for r in members_of(group):
+        plain, kept = Expected(coll, r, group, nbytes, base), \
+            Expected(coll, r, group, nbytes, base, sum_of)
+        assert kept.ranges == plain.ranges and kept.per_pass == plain.per_pass
+        assert np.array_equal(kept.target, plain.target)
+    assert all(len(ranks) > 1 and list(ranks) == sorted(ranks) for ranks in sums)
+
+
+def test_a_process_with_a_large_group_draws_each_input_once():
+    """128 ranks of one all-reduce in one process (the simulator at the paper's size):
+    each rank's input drawn at most twice (its own buffer, the group's sum), not once
+    per member (16,384 draws)."""
+    from hosts import rank as rank_mod
+    from hosts.config import RankConfig
+    rank_mod.forget_inputs()
+    group = tuple(range(128))
+    ips = {i: f"10.0.{i // 200}.{i % 200 + 1}" for i in group}
+    try:
+        for r in group:
+            rank_mod.build(RankConfig(job=1, rank=r, algorithm="ring_allreduce", group=group,
+                                      channel=0, rank_ips=ips, nbytes=4 * 1024, passes=1,
+                                      steps_per_collective=2 * 127, seed=1))
+        info = rank_mod.rank_base.cache_info()
+        assert info.misses <= 2 * 128, info
+        assert rank_mod.inputs_sum.cache_info().misses == 1
+    finally:
+        rank_mod.forget_inputs()

@@ -29,8 +29,11 @@ class ExpectedResult:
 
 
 def expected_result(collective, rank: int, group, nbytes: int, itemsize: int,
-                    base) -> ExpectedResult:
-    """``base(r)``: rank r's input of pass 0, an array of ``nbytes // itemsize`` items."""
+                    base, sum_of=None) -> ExpectedResult:
+    """``base(r)``: rank r's input of pass 0, an array of ``nbytes // itemsize`` items;
+    ``sum_of(ranks)``, if given: the sum of those ranks' (a sorted tuple), which a
+    process with many ranks keeps once for all (each rank of an N-rank all-reduce needs
+    the sum of all N: without it N ranks draw N inputs each)."""
     inputs: dict = {}
 
     def input_of(r: int) -> np.ndarray:
@@ -47,8 +50,11 @@ def expected_result(collective, rank: int, group, nbytes: int, itemsize: int,
             raise ValueError(f"range ({piece.offset}, {piece.length}) is not made of "
                              f"{itemsize}-byte items")
         lo, hi = piece.offset // itemsize, (piece.offset + piece.length) // itemsize
-        for r in piece.sources:
-            target[lo:hi] += input_of(r)[lo:hi]
+        if sum_of is not None and len(piece.sources) > 1:
+            target[lo:hi] += sum_of(tuple(sorted(piece.sources)))[lo:hi]
+        else:
+            for r in piece.sources:
+                target[lo:hi] += input_of(r)[lo:hi]
         ranges.append((piece.offset, piece.length))
         per_pass.append(len(piece.sources))
     return ExpectedResult(tuple(ranges), target, tuple(per_pass))
@@ -58,12 +64,12 @@ class Expected:
     """What each pass must produce on ``rank``, computed once from every rank's seeded
     input ``base(r)`` (pass p's input is ``base(r) + p``)."""
 
-    def __init__(self, collective, rank: int, group, nbytes: int, base):
+    def __init__(self, collective, rank: int, group, nbytes: int, base, sum_of=None):
         self.base = base(rank)
         self.dtype = self.base.dtype.type
         self.item = self.base.dtype.itemsize
         res = expected_result(collective, rank, group, nbytes, self.item,
-                              lambda r: self.base if r == rank else base(r))
+                              lambda r: self.base if r == rank else base(r), sum_of)
         self.ranges, self.target, self.per_pass = res.ranges, res.target, res.per_pass
 
     def input(self, pass_index: int) -> np.ndarray:
