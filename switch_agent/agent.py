@@ -125,11 +125,17 @@ class Agent:
                 model_drops=c.model_drops, fault_drops=c.fault_drops))
             port.window_max_q_bytes = q
 
-    def _sample_kernel(self, now: float) -> None:
+    def _sample_kernel(self) -> None:
         """The kernel's qdiscs next to the model, for the fidelity monitor; a ``kernel_q``
-        record per port with a queue in either (to see where the model departs)."""
+        record per port with a queue in either (to see where the model departs). The
+        model is read at the instant the kernel read its counters (``KernelQueues.t_s``),
+        not at the loop's ``now``: a process serves several agents in turn, and one
+        descheduled between the two instants found the kernel's queue drained by that gap
+        (at 10 Mbit/s, 1.25 KB a ms) past the model read at the earlier one."""
         lossless = self.lossless
-        for ifindex, k in self.kernel.sample(self.fidelity).items():
+        samples = self.kernel.sample(self.fidelity)
+        now = self.kernel.t_s
+        for ifindex, k in samples.items():
             model = self.pipeline.ports[ifindex].queue.backlog(now)
             if lossless is None:
                 self.fidelity[ifindex].sample(now, model, k.backlog_bytes, k.sent_bytes)
@@ -322,7 +328,7 @@ class Agent:
             self._sample_ports(now)
             self.next_sample = now + self.cfg.sample_interval_s
         if now >= self.next_kernel:
-            self._sample_kernel(now)
+            self._sample_kernel()
             self.next_kernel = now + self.cfg.kernel_sample_interval_s
         if now >= self.next_flush:
             self.telemetry.flush()

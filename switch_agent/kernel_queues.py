@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from dataclasses import dataclass
+from typing import Callable
 
 RTM_NEWQDISC = 36
 RTM_GETQDISC = 38
@@ -101,19 +103,26 @@ def port_samples(qdiscs: list[QdiscStats], ifindexes) -> dict[int, PortSample]:
 
 
 class KernelQueues:
-    """An rtnetlink socket in the current network namespace."""
+    """An rtnetlink socket in the current network namespace; ``clock``: the time of a
+    dump (the agent's, ``time.monotonic``)."""
 
-    def __init__(self):
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
         self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
         self.sock.bind((0, 0))
         self.seq = 0
+        self.clock = clock
+        self.t_s = 0.0      # when the last dump's counters were read
 
     def dump(self) -> list[QdiscStats]:
+        """Every qdisc's counters. The kernel fills a dump's first message while it takes
+        the request (``netlink_dump_start``), so that is when they were read: ``t_s``,
+        the instant to compare them at, however late the process reads the replies."""
         self.seq += 1
         req = _NLMSGHDR.pack(_NLMSGHDR.size + _TCMSG.size, RTM_GETQDISC,
                              NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + \
             _TCMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0)
         self.sock.send(req)
+        self.t_s = self.clock()
         out = []
         while True:
             qs, done = parse_dump(self.sock.recv(65536))

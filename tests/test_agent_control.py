@@ -326,3 +326,36 @@ def test_control_names_are_abstract_unique_and_fit_a_socket_address():
     assert a != control.control_name("/work/runs/y", "leaf0")
     assert a != control.control_name("/work/runs/x", "leaf1")
     assert len(control.address(control.control_name("/r" * 500, "s" * 40)).encode()) <= 107
+
+
+# --- the fidelity monitor's two sides at one instant ------------------------------------
+
+class _LateKernel:
+    """A kernel whose counters are read 20 ms after the agent's loop took its time, its
+    queue drained over those 20 ms as a real port's would."""
+
+    def __init__(self, ifindex, t_s, backlog_bytes):
+        self.ifindex, self.t_s, self.backlog = ifindex, t_s, backlog_bytes
+
+    def sample(self, ifindexes):
+        from switch_agent.kernel_queues import PortSample
+        return {self.ifindex: PortSample(sent_bytes=0, backlog_bytes=self.backlog, drops=0)}
+
+
+def test_the_queue_model_is_compared_with_the_kernel_at_the_kernels_instant(tmp_path):
+    rig = Rig(tmp_path)
+    try:
+        a = rig.agent
+        (ifindex, port), = a.pipeline.ports.items()
+        port.queue.enqueue(60_000, 100.0)           # 60 KB at t = 100 s, 10 Mbit/s
+        late = 100.0 + 0.020                        # the dump: 20 ms later, 25 KB sent
+        sent = port.queue.burst_bytes + 0.020 * RATE_BPS / 8   # its bucket, then the rate
+        a.kernel = _LateKernel(ifindex, late, int(60_000 - sent))
+        a._sample_kernel()
+        s = a.fidelity[ifindex].summary()
+        # read at the loop's 100.0 the model would be 25 KB over the kernel's queue
+        assert s["queue_samples"] == 1 and s["queue_err_max_bytes"] < 1_500
+        assert s["queue_err_worst"]["t_s"] == late
+    finally:
+        a.kernel = None
+        rig.close()
