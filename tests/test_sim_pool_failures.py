@@ -65,3 +65,57 @@ def test_a_run_that_cannot_get_memory_is_named_and_the_next_still_runs(
         "more than this machine has free"], said
     assert [line.split(":")[0] for line in said if "simulated" in line] == [
         "baseline-seed1", "baseline-seed3"]
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def test_an_interrupted_sweep_stops_its_workers_and_leaves_no_unfinished_run(tmp_path):
+    """SIGTERM to the command alone (as `kill PID` or a CI timeout sends it): it ends at
+    once, its workers with it, and no run folder is left half made -- before, each
+    worker took its next run and wrote on after the command said all was removed."""
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "run", FIG5, "--backend", "sim", "--seeds", "30",
+         "--jobs", "2", "--no-plots", "--out", str(out)],
+        cwd=project_root(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out.exists() and any(p.name.startswith(".sim-") for p in out.rglob(".sim-*"))):
+            assert proc.poll() is None and time.monotonic() < deadline, "no run started"
+            time.sleep(0.05)
+        workers = _children(proc.pid)
+        assert len(workers) >= 2, workers           # the pool's two (and its manager's)
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert rc == 130, proc.stderr.read()
+    assert "interrupted" in proc.stderr.read()
+    time.sleep(0.5)
+    alive = [w for w in workers if os.path.exists(f"/proc/{w}")
+             and open(f"/proc/{w}/stat").read().split()[2] != "Z"]
+    assert alive == [], f"workers still running: {alive}"
+    assert [p.name for p in out.rglob(".sim-*")] == []
+
+
+def test_a_killed_workers_unfinished_run_folder_is_removed(tmp_path, capsys, monkeypatch):
+    import multiprocessing
+    if multiprocessing.get_start_method() != "fork":
+        pytest.skip("the killing run_sim reaches the workers by fork")
+
+    def killed_mid_run(spec, scheme, seed, rundir, paths=None, repeat=1, progress=None):
+        if seed == 2:                    # its folder made, as a real run's is
+            os.makedirs(os.path.join(os.path.dirname(rundir), f".sim-{os.getpid()}-x"))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return REAL_RUN(spec, scheme, seed, rundir, paths, repeat=repeat)
+    monkeypatch.setattr(pool, "run_sim", killed_mid_run)
+    with pytest.raises(SimError):
+        pool.run_many(_tasks(tmp_path, (1, 2)), jobs=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["baseline-seed1"]

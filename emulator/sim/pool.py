@@ -10,9 +10,11 @@ one that does not refuses the run, naming both revisions."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
+import signal
 import tarfile
 import tempfile
 
@@ -20,7 +22,7 @@ from emulator import plan as planning
 from emulator.plan import memory
 from emulator.measurements import SimStats
 from emulator.rundir import git_revision
-from emulator.sim.run import SimError, run_sim
+from emulator.sim.run import SimError, run_sim, unfinished_folders
 
 
 def run_many(tasks: list, jobs: int = 1, address: str | None = None) -> None:
@@ -93,10 +95,10 @@ def _in_processes(tasks: list, jobs: int) -> list[str]:
     (every run it still held fails with BrokenProcessPool, and which one killed it is not
     said), so the runs that did not end are each simulated again alone, in a pool of
     their own: a run that dies there is the one named."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
     unfinished, failed = [], []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with _workers(jobs, tasks) as pool:
         running = {pool.submit(_one, task): task for task in tasks}
         for fut in as_completed(running):
             task = running[fut]
@@ -108,7 +110,7 @@ def _in_processes(tasks: list, jobs: int) -> list[str]:
                 failed.append(_failed(task[0], "could not get memory (MemoryError) in its "
                                       "worker: try fewer --jobs"))
     for task in sorted(unfinished, key=tasks.index):
-        with ProcessPoolExecutor(max_workers=1) as alone:
+        with _workers(1, [task]) as alone:
             try:
                 _say(task[0], alone.submit(_one, task).result())
             except BrokenProcessPool:
@@ -119,6 +121,64 @@ def _in_processes(tasks: list, jobs: int) -> list[str]:
                 failed.append(_failed(task[0], "could not get memory (MemoryError) in its "
                                       "worker"))
     return failed
+
+
+@contextlib.contextmanager
+def _workers(jobs: int, tasks: list):
+    """A pool of ``jobs`` worker processes for ``tasks``. Interrupted (Ctrl-C, SIGTERM),
+    it ends its workers at once; at its end, interrupted or not, it removes the run
+    folders its workers left unfinished (a worker killed mid-run, by the interrupt or
+    the kernel's out-of-memory killer, leaves its run's)."""
+    from concurrent.futures import ProcessPoolExecutor
+    pool = _Pool(ProcessPoolExecutor(max_workers=jobs, initializer=_worker_signals))
+    try:
+        yield pool
+    except BaseException:
+        _stop_workers(pool.executor)
+        raise
+    finally:
+        pool.executor.shutdown(wait=True, cancel_futures=True)
+        for parent in {os.path.dirname(os.path.abspath(t[4])) for t in tasks}:
+            for pid in pool.pids:
+                for folder in unfinished_folders(parent, pid):
+                    shutil.rmtree(folder, ignore_errors=True)
+
+
+class _Pool:
+    """A ProcessPoolExecutor that remembers its workers' pids (whose run folders are
+    theirs). Its ``_processes``: no public way to its workers before Python 3.14."""
+
+    def __init__(self, executor):
+        self.executor, self.pids = executor, set()
+
+    def submit(self, fn, *args):
+        fut = self.executor.submit(fn, *args)
+        self.pids.update(getattr(self.executor, "_processes", None) or {})
+        return fut
+
+
+def _worker_signals() -> None:
+    """A worker leaves interrupts to its parent: Ctrl-C (the whole terminal's process
+    group gets it) is ignored, SIGTERM ends it at once. The command's own handlers,
+    inherited by fork, would make either a KeyboardInterrupt, which concurrent.futures
+    reports as the run's error before the worker takes the next run: it wrote on after
+    the parent said all was removed, and the parent's shutdown waited for it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop_workers(executor) -> None:
+    """An interrupted parent's workers, ended (SIGKILL: mid-run, nothing of theirs is
+    worth keeping)."""
+    procs = list((getattr(executor, "_processes", None) or {}).values())
+    for proc in procs:
+        if proc.is_alive():
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for proc in procs:
+        proc.join(5)
 
 
 def _failed(name: str, why: str) -> str:

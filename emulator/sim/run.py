@@ -105,6 +105,19 @@ def run_sim(spec, scheme: str, seed: int, rundir: str, paths: dict | None = None
                          else host_delay_s, repeat, progress)
 
 
+UNFINISHED = ".sim-"     # a run being simulated: <parent>/.sim-<pid>-<random>
+
+
+def unfinished_folders(parent: str, pid: int) -> list[str]:
+    """The folders of runs process ``pid`` was simulating into ``parent`` (one that was
+    killed left them: ``emulator.sim.pool`` removes them)."""
+    prefix = f"{UNFINISHED}{pid}-"
+    try:
+        return [os.path.join(parent, n) for n in os.listdir(parent) if n.startswith(prefix)]
+    except FileNotFoundError:
+        return []
+
+
 def simulate_plan(plan, spec_raw: dict, spec_path: str | None, rundir: str,
                   paths: dict | None, host_delay_s: float, repeat: int = 1,
                   progress=None) -> Measurements:
@@ -114,7 +127,7 @@ def simulate_plan(plan, spec_raw: dict, spec_path: str | None, rundir: str,
     that the next try's would be appended to (telemetry files are opened to append)."""
     parent = os.path.dirname(os.path.abspath(rundir))
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".sim-", dir=parent)
+    tmp = tempfile.mkdtemp(prefix=f"{UNFINISHED}{os.getpid()}-", dir=parent)
     try:
         meas = _simulate(plan, spec_raw, spec_path, tmp, paths, host_delay_s, repeat,
                          progress)
