@@ -119,3 +119,14 @@ def test_a_killed_workers_unfinished_run_folder_is_removed(tmp_path, capsys, mon
     with pytest.raises(SimError):
         pool.run_many(_tasks(tmp_path, (1, 2)), jobs=2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["baseline-seed1"]
+
+
+def test_each_run_is_exported_where_it_was_simulated(tmp_path, capsys):
+    """Its tables and trace made by its worker (in parallel), so the summary after a
+    sweep keeps them instead of reading every run's records again in one process."""
+    pool.run_many(_tasks(tmp_path, (1, 2)), jobs=2)
+    for k in (1, 2):
+        run = tmp_path / f"baseline-seed{k}"
+        for name in ("flows.csv", "steps.csv", "trace.json"):
+            assert (run / name).exists(), name
+        assert os.path.getmtime(run / "trace.json") >= os.path.getmtime(run / "measurements.json")

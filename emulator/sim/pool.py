@@ -193,8 +193,19 @@ def _say(name: str, m: SimStats) -> None:
 
 def _one(task) -> SimStats:
     name, spec, scheme, seed, rundir, paths, repeat = task
-    return run_sim(spec, scheme, seed, rundir, paths, repeat=repeat,
-                   progress=lambda line: print(f"{name}: {line}", flush=True)).sim
+    m = run_sim(spec, scheme, seed, rundir, paths, repeat=repeat,
+                progress=lambda line: print(f"{name}: {line}", flush=True)).sim
+    _export(rundir)
+    return m
+
+
+def _export(rundir: str) -> None:
+    """The run's tables and trace (``export.write_run``), made where it was simulated,
+    beside the other workers' runs: left to the summary after the sweep, one process
+    read every run's records again (80 runs of 128 hosts: about 25 min, silent). The
+    summary keeps them, as they are newer than the run's measurements."""
+    from emulator.analysis import export
+    export.write_run(rundir)
 
 
 CONNECT_TIMEOUT_S = 10
@@ -245,6 +256,7 @@ def _packed(task, revision: str) -> tuple[SimStats, bytes, str]:
     with tempfile.TemporaryDirectory(prefix="symphony-sim-") as tmp:
         rundir = os.path.join(tmp, "run")
         m = run_sim(spec, scheme, seed, rundir, paths, repeat=repeat).sim
+        _export(rundir)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
             tar.add(rundir, arcname=".")
