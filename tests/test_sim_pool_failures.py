@@ -130,3 +130,35 @@ def test_each_run_is_exported_where_it_was_simulated(tmp_path, capsys):
         for name in ("flows.csv", "steps.csv", "trace.json"):
             assert (run / name).exists(), name
         assert os.path.getmtime(run / "trace.json") >= os.path.getmtime(run / "measurements.json")
+
+
+def test_workers_die_with_a_command_killed_outright(tmp_path):
+    """SIGKILL leaves the command no cleanup of its own: its workers must still end
+    (they waited on their queue for ever)."""
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emulator", "run", FIG5, "--backend", "sim", "--seeds", "30",
+         "--jobs", "2", "--no-plots", "--out", str(out)],
+        cwd=project_root(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out.exists() and any(out.rglob(".sim-*"))):
+            assert proc.poll() is None and time.monotonic() < deadline, "no run started"
+            time.sleep(0.05)
+        workers = _children(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        alive = [w for w in workers if os.path.exists(f"/proc/{w}")
+                 and open(f"/proc/{w}/stat").read().split()[2] != "Z"]
+        if not alive:
+            break
+        time.sleep(0.1)
+    for w in alive:                         # not left behind by a failing test either
+        os.kill(w, signal.SIGKILL)
+    assert alive == [], f"workers still running after their command was killed: {alive}"
