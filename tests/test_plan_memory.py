@@ -48,3 +48,18 @@ def test_by_checksums_a_run_holds_a_block_of_each_message_not_its_buffers():
         assert memory.peak_bytes(lays, "checksums") == (
             memory.RUN_OWN_BYTES + 64 * MIB // 4 + memory.STREAMS * 32 * block)
         assert memory.rank_bytes(lays[0]) == 4 * block + 64 * MIB // 4
+
+
+def test_a_training_workload_holds_every_bucket_size_not_only_the_largest():
+    """ResNet-50's four DDP buckets on 512 ranks at 1/16 of its gradients: 6.4 MB a rank,
+    not its largest bucket's 1.9 MB (taken so, the run was thought to fit the 4 GB budget
+    and took 12 GB)."""
+    spec = load(os.path.join(project_root(), "runs", "paper-scale", "table2-512.toml"), [
+        'jobs=[{id = 1, hosts = "all", algorithm = "ring2d_allreduce", grid = [16, 32], '
+        'workload = "resnet50", iterations = 2, gradient_scale = 0.0625, bucket_mb = 25.0}]'])
+    lay, = planning.layouts(spec)
+    sizes = {n for n, _, _ in lay.program}
+    assert len(sizes) == 4 and lay.nbytes == max(sizes)
+    assert memory.buffer_bytes(lay) == sum(sizes) > 6e6
+    v = planning.verification(spec)
+    assert v.buffers_bytes > 11e9 and v.mode == "checksums"
