@@ -218,7 +218,7 @@ def _one(task) -> SimStats:
 def _export(rundir: str) -> None:
     """The run's tables and trace (``export.write_run``), made where it was simulated,
     beside the other workers' runs: left to the summary after the sweep, one process
-    read every run's records again (80 runs of 128 hosts: about 25 min, silent). The
+    read every run's records again (80 runs of 128 hosts: past 10 min, silent). The
     summary keeps them, as they are newer than the run's measurements."""
     from emulator.analysis import export
     export.write_run(rundir)
