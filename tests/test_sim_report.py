@@ -182,3 +182,15 @@ def test_a_run_with_a_damaged_measurements_file_is_named_and_left_out(tmp_path, 
     # the run's own folder: nothing else to report, the damage is the answer (exit 2)
     assert cli_main(["report", str(out / "symphony-seed2")]) == 2
     assert capsys.readouterr().err.startswith(f"symphony-emu report: {why}")
+
+
+def test_a_long_summary_says_how_far_it_has_read_every_ten_seconds():
+    # a 512-host sweep's summary read for ~10 min and printed nothing
+    lines, now = [], [0.0]
+    tell = report._Progress(lines.append, "OUT", 40, clock=lambda: now[0])
+    for i, t in enumerate([1.0, 5.0, 11.0, 12.0, 25.0]):
+        now[0] = t
+        tell("read", i)
+    assert lines == ["OUT: summary: read 2 of 40 runs (11 s)",
+                     "OUT: summary: read 4 of 40 runs (25 s)"]
+    report._Progress(None, "OUT", 40, clock=lambda: 99.0)("read", 1)    # silent: no-op

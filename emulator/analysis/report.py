@@ -10,6 +10,7 @@ tables (:func:`compare` and the others) those of ``summary.tables``.
 from __future__ import annotations
 
 import os
+import time
 from collections import defaultdict
 from dataclasses import replace
 
@@ -174,7 +175,7 @@ def run_dirs(out_dir: str) -> list[str]:
 
 
 def summarize(out_dir: str, plots: bool = True, exports: bool = True,
-              fresh: bool = False, twin: bool = True) -> Summary:
+              fresh: bool = False, twin: bool = True, progress=None) -> Summary:
     """Analyze every run folder in ``out_dir`` into ``summary.json`` (and, with
     ``exports``, each emulated run's tables and trace -- made again with ``fresh``, else
     kept when newer than the run --, ``nccl-tests-<scheme>.json`` and the ``index.html`` pages:
@@ -183,11 +184,16 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     ``out_dir`` may be one run's folder: then that run alone is reported (its
     ``summary.json`` and plots in its folder, its own ``index.html``), never the folders
     inside it -- an emulated run holds its simulated twin in ``twin/``, which is shown
-    only as the twin, in the split."""
+    only as the twin, in the split.
+
+    ``progress``: called with a line now and then while the runs are read and their
+    pages made (a sweep of 128-host runs reads for minutes)."""
     single = RunFolder(out_dir).is_run
     folders = [RunFolder(out_dir)] if single else run_folders(out_dir)
     runs, damaged = [], []
+    tell = _Progress(progress, out_dir, len(folders))
     for folder in folders:
+        tell("read", len(runs) + len(damaged))
         # a damaged file (cut short, not JSON, keys no writer writes) leaves its run out of
         # everything, named with what is damaged, as a failed run is; the others are read
         try:
@@ -232,7 +238,8 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     summary.write(out_dir)
     if exports:
         from emulator.analysis import console, export, nccl, page
-        for r in runs:
+        for i, r in enumerate(runs):
+            tell("exported", i)
             if r.backend in ("emulation", "sim"):   # the sim samples no ports: no rows
                 export.write_run(r.rundir, force=fresh)
             export.write_collectives(r)
@@ -241,6 +248,25 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
         if not single:                    # one run's folder: its index.html is the run's
             page.set_page(out_dir, summary, console.console_text(summary))
     return summary
+
+
+class _Progress:
+    """A line to ``say`` at most every ``every_s`` of wall time: how many of the set's
+    runs are done with and since when (the clock is the shell's: progress only)."""
+
+    def __init__(self, say, out_dir: str, total: int, every_s: float = 10.0,
+                 clock=time.monotonic):
+        self.say, self.name, self.total, self.every_s = say, out_dir, total, every_s
+        self.clock = clock
+        self.t0 = self.last = self.clock()
+
+    def __call__(self, what: str, done: int) -> None:
+        now = self.clock()
+        if self.say is None or now - self.last < self.every_s:
+            return
+        self.last = now
+        self.say(f"{self.name}: summary: {what} {done} of {self.total} runs "
+                 f"({now - self.t0:.0f} s)")
 
 
 def _damaged(folder: RunFolder, e: Exception) -> Damaged:

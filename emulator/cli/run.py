@@ -84,7 +84,8 @@ def cmd_run(args) -> int:
     except BackendError as e:                  # e.g. the Dask scheduler went away
         print(f"symphony-emu run: {e}", file=sys.stderr)
         return 2
-    summary = report.summarize(out, plots=not args.no_plots)
+    summary = report.summarize(out, plots=not args.no_plots,
+                               progress=lambda line: print(line, flush=True))
     if sequential is not None:
         summary.sequential = sequential
         report.write_summary(out, summary)

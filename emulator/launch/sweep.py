@@ -121,7 +121,8 @@ def run_sweep(spec_path: str, out: str, params: list[str], base_overrides: list[
                 todo.append(Task(name, spec, scheme, seed, rundir))
     backend.run(todo, opts, progress)
     for label, _, pdir, _ in made:
-        summary = report.summarize(pdir, plots=plots)
+        summary = report.summarize(pdir, plots=plots,
+                                   progress=lambda line: print(line, flush=True))
         if summary.evidence:
             print(f"{label}:")
             print_evidence(summary)
