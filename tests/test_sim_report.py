@@ -11,6 +11,7 @@ from emulator.analysis import report, summary
 from emulator.analysis.summary import Excluded
 from emulator.cli import main as cli_main
 from emulator.home import root as project_root
+from emulator.progress import Tally
 from emulator.rundir import DamagedRun, RunFolder
 from emulator.sim.run import run_sim
 from emulator.spec import load
@@ -187,10 +188,10 @@ def test_a_run_with_a_damaged_measurements_file_is_named_and_left_out(tmp_path, 
 def test_a_long_summary_says_how_far_it_has_read_every_ten_seconds():
     # a 512-host sweep's summary read for ~10 min and printed nothing
     lines, now = [], [0.0]
-    tell = report._Progress(lines.append, "OUT", 40, clock=lambda: now[0])
+    tell = Tally(lines.append, "OUT: summary", 40, clock=lambda: now[0])
     for i, t in enumerate([1.0, 5.0, 11.0, 12.0, 25.0]):
         now[0] = t
         tell("read", i)
     assert lines == ["OUT: summary: read 2 of 40 runs (11 s)",
                      "OUT: summary: read 4 of 40 runs (25 s)"]
-    report._Progress(None, "OUT", 40, clock=lambda: 99.0)("read", 1)    # silent: no-op
+    Tally(None, "OUT: summary", 40, clock=lambda: 99.0)("read", 1)    # silent: no-op

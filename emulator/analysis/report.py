@@ -10,7 +10,6 @@ tables (:func:`compare` and the others) those of ``summary.tables``.
 from __future__ import annotations
 
 import os
-import time
 from collections import defaultdict
 from dataclasses import replace
 
@@ -23,6 +22,7 @@ from emulator.analysis.summary import (
     BASELINE, COUNTED, SYMPHONY, CollectiveResult, Damaged, Excluded, JobResult, JobRow,
     Lossless, Message, PairedSeeds, Quartiles, RunResult, Scaling, SchemeMedians, SchemeSeeds,
     SeedComparison, SplitMedians, Summary, Transport)
+from emulator.progress import Tally
 from emulator.plan.layout import collective_bytes, theoretical_cct_s
 from emulator.spec.schemes import SCHEMES
 from emulator.rundir import DamagedRun, OlderRun, RunFolder, run_folders
@@ -170,10 +170,6 @@ def twin_of(rundir: str) -> str | None:
     return None
 
 
-def run_dirs(out_dir: str) -> list[str]:
-    return [r.path for r in run_folders(out_dir)]
-
-
 def summarize(out_dir: str, plots: bool = True, exports: bool = True,
               fresh: bool = False, twin: bool = True, progress=None) -> Summary:
     """Analyze every run folder in ``out_dir`` into ``summary.json`` (and, with
@@ -191,7 +187,7 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     single = RunFolder(out_dir).is_run
     folders = [RunFolder(out_dir)] if single else run_folders(out_dir)
     runs, damaged = [], []
-    tell = _Progress(progress, out_dir, len(folders))
+    tell = Tally(progress, f"{out_dir}: summary", len(folders))
     for folder in folders:
         tell("read", len(runs) + len(damaged))
         # a damaged file (cut short, not JSON, keys no writer writes) leaves its run out of
@@ -250,25 +246,6 @@ def summarize(out_dir: str, plots: bool = True, exports: bool = True,
     return summary
 
 
-class _Progress:
-    """A line to ``say`` at most every ``every_s`` of wall time: how many of the set's
-    runs are done with and since when (the clock is the shell's: progress only)."""
-
-    def __init__(self, say, out_dir: str, total: int, every_s: float = 10.0,
-                 clock=time.monotonic):
-        self.say, self.name, self.total, self.every_s = say, out_dir, total, every_s
-        self.clock = clock
-        self.t0 = self.last = self.clock()
-
-    def __call__(self, what: str, done: int) -> None:
-        now = self.clock()
-        if self.say is None or now - self.last < self.every_s:
-            return
-        self.last = now
-        self.say(f"{self.name}: summary: {what} {done} of {self.total} runs "
-                 f"({now - self.t0:.0f} s)")
-
-
 def _damaged(folder: RunFolder, e: Exception) -> Damaged:
     """A run folder a file of which cannot be read: its folder, scheme and seed (from its
     manifest, when that is what is intact) and what is damaged."""
@@ -279,11 +256,6 @@ def _damaged(folder: RunFolder, e: Exception) -> Damaged:
     return Damaged(rundir=folder.path, scheme=man.scheme if man else None,
                    seed=man.seed if man else None, repeat=man.repeat if man else 1,
                    damaged=True, why=str(e))
-
-
-def write_summary(out_dir: str, summary: Summary) -> None:
-    """``summary.json`` in ``out_dir`` (:meth:`Summary.write`)."""
-    summary.write(out_dir)
 
 
 def compare(runs: list[RunResult]) -> dict[str, SchemeMedians]:

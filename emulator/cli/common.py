@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING
 
 from emulator import home
+from emulator.progress import Every
 
 if TYPE_CHECKING:
     from emulator.analysis.summary import Summary
@@ -79,7 +80,9 @@ def seeds_text(seeds) -> str:
 
 
 def progress_printer(label: str, unit: str = "steps"):
-    state = {"last": None, "t": 0.0}
+    """``show(done, total, elapsed)``: on a terminal one line kept up to date, else a
+    line every 10 s of ``elapsed`` and one when all are done."""
+    every, state = Every(10.0), {"last": None}
 
     def show(done: int, total: int, elapsed: float) -> None:
         eta = f"{elapsed * (total / done - 1):5.0f}s" if done else "    ?"
@@ -87,9 +90,8 @@ def progress_printer(label: str, unit: str = "steps"):
                f"elapsed {elapsed:5.0f}s, ETA {eta}"
         if sys.stdout.isatty():
             print(f"\r{line:<78}", end="", flush=True)
-        elif elapsed - state["t"] >= 10 or done == total and state["last"] != done:
+        elif every.due(elapsed) or done == total and state["last"] != done:
             print(line, flush=True)
-            state["t"] = elapsed
         state["last"] = done
     return show
 

@@ -88,7 +88,7 @@ def cmd_run(args) -> int:
                                progress=lambda line: print(line, flush=True))
     if sequential is not None:
         summary.sequential = sequential
-        report.write_summary(out, summary)
+        summary.write(out)
     print()
     print_results(summary, spec.scale.dilation, args.format)
     if spec.raw.get("variants"):

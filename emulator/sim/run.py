@@ -34,6 +34,7 @@ from functools import partial
 
 from emulator import plan as planning
 from emulator.measurements import AgentMeasurements, Measurements, SimStats
+from emulator.progress import Every
 from emulator.routing import graph
 from emulator.routing.ecmp import ecmp_choice, salt_of
 from emulator.rundir import RunFolder
@@ -248,7 +249,7 @@ def run_reporting(loop: Loop, until_s: float, done, report) -> bool:
     and every ``PROGRESS_EVERY_S``. The events and their order are those of one run: a
     slice ends before the first event past it, which the next slice runs."""
     wall0 = time.perf_counter()
-    next_say = wall0 + PROGRESS_FIRST_S
+    say = Every(PROGRESS_EVERY_S, wall0, first_s=PROGRESS_FIRST_S)
     t, step = loop.now, until_s / 1e5
     while True:
         w = time.perf_counter()
@@ -261,9 +262,8 @@ def run_reporting(loop: Loop, until_s: float, done, report) -> bool:
         step *= min(4.0, max(0.25, SLICE_WALL_S / took)) if took > 0 else 4.0
         t = end
         now = time.perf_counter()
-        if now >= next_say:
+        if say.due(now):
             report(t, now - wall0)
-            next_say = now + PROGRESS_EVERY_S
 
 
 def expected_data_packets(plan) -> int:
