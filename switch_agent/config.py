@@ -68,13 +68,17 @@ class SymphonyParams(Codec):
     """Symphony's parameters (the paper's Algorithm 1, §3.4-§3.5): gain ``k``, alpha's
     smoothing ``tau``, the window ``t_win_s`` (emulated), the windows of warm-up and of
     sampling. ``tracking``: the tracker's state per ``job`` (Algorithm 1) or per
-    (job, ring) — docs/architecture.md §5.3."""
+    (job, ring) — docs/architecture.md §5.3. ``mark_min_queue_bytes``: Symphony's marks
+    only on a port whose backlog (the packet's included) is at least this; 0, the paper's
+    rule, marks whatever the queue (§3.3: "even when the network is not physically
+    congested"). An option to measure that rule by, never the default."""
     t_win_s: float                     # no default here: T_WIN_S, dilated by the plan
     k: float = 0.01
     tau: float = 0.25
     n_warmup: int = 2
     n_sample: int = 8
     tracking: str = "job"
+    mark_min_queue_bytes: int = 0
 
     def __post_init__(self):
         check(finite(self.k) and 0 <= self.k <= K_MAX, "k", self.k, f"must be in [0, {K_MAX:g}]")
@@ -87,6 +91,11 @@ class SymphonyParams(Codec):
                   name, v, f"must be an integer >= 0 and <= {MAX_WINDOWS}")
         check(self.tracking in TRACKING, "tracking", self.tracking,
               f"allowed: {', '.join(TRACKING)}")
+        check(isinstance(self.mark_min_queue_bytes, int)
+              and not isinstance(self.mark_min_queue_bytes, bool)
+              and 0 <= self.mark_min_queue_bytes <= MAX_THRESHOLD_BYTES,
+              "mark_min_queue_bytes", self.mark_min_queue_bytes,
+              f"must be an integer in 0..{MAX_THRESHOLD_BYTES} (bytes; 0: the paper's rule)")
 
 
 @dataclass(frozen=True)

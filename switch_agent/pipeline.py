@@ -81,11 +81,13 @@ class SwitchPipeline:
     def __init__(self, ports: dict[int, Port], red: RedParams, tracker: SymphonyTracker,
                  random: Callable[[], float], *, scheme: str = "baseline",
                  tracking: str = "job", drop_fraction: float = 0.0,
-                 on_window: Callable[[Window], None] | None = None):
+                 on_window: Callable[[Window], None] | None = None,
+                 mark_min_queue_bytes: int = 0):
         self.ports = ports
         self.tracker = tracker
         self.random = random
         self.tracking = tracking
+        self.mark_min_queue_bytes = mark_min_queue_bytes   # SymphonyParams's (0: the paper's)
         self.scheme: SwitchScheme = SWITCH_SCHEMES[scheme](tracker, tracking)
         self.red = red                        # the property: also its fields, read per packet
         self.set_drop_fraction(drop_fraction)
@@ -121,7 +123,8 @@ class SwitchPipeline:
         keyed by interface index; the simulator's, by its own index)."""
         return cls(ports, cfg.red, SymphonyTracker(cfg.symphony), random.Random(cfg.seed).random,
                    scheme=cfg.scheme, tracking=cfg.symphony.tracking,
-                   drop_fraction=cfg.drop_fraction, on_window=on_window)
+                   drop_fraction=cfg.drop_fraction, on_window=on_window,
+                   mark_min_queue_bytes=cfg.symphony.mark_min_queue_bytes)
 
     @property
     def symphony_enabled(self) -> bool:
@@ -209,6 +212,8 @@ class SwitchPipeline:
         else:
             red_mark = self._red_mark(port, q)
             sym_mark, high = self.scheme.decide(hdr, now_s, self.random)
+        if sym_mark and q < self.mark_min_queue_bytes:
+            sym_mark = False               # the option: no Symphony mark where nothing queues
         if high:
             c.pq_high += 1
         if not (red_mark or sym_mark):

@@ -172,3 +172,29 @@ def test_red_per_class_leaves_single_class_schemes_as_they_were():
         outs[per_class] = [None if o is None else bytes(o) for o in feed(pipe, _lag_then_ahead())]
     assert outs[True] == outs[False]
     assert sum(o is not None for o in outs[True]) > 50        # RED and Symphony both marked
+
+
+@pytest.mark.parametrize("rate_bps", [1e12, 1e3])
+def test_symphony_with_a_minimum_queue_marks_only_where_packets_queue(rate_bps):
+    # symphony.mark_min_queue_bytes (an option; 0 is the paper's rule): on a port where
+    # nothing queues the steps that run ahead go unmarked; where the backlog reaches it,
+    # they are marked as before
+    frame = len(packet(6, 0)) + 14
+    tracker = SymphonyTracker(SymphonyParams(t_win_s=1.0, k=1.0, n_warmup=0))
+    pipe = SwitchPipeline({PORT: Port("p", EgressQueue(rate_bps, 1 << 20))}, RED_OFF, tracker,
+                          random.Random(1).random, scheme="symphony",
+                          mark_min_queue_bytes=2 * frame)
+    out = [pipe.handle(p, PORT, i * 1e-3) for i, p in enumerate(_lag_then_ahead())]
+    marked = sum(o is not None for o in out[50:])
+    if rate_bps > 1e9:                       # drains at once: never two frames waiting
+        assert marked == 0 and pipe.totals()["total"]["marks_symphony"] == 0
+    else:                                    # everything waits: marked as without the option
+        assert marked == sum(o is not None for o in feed(pipeline("symphony"),
+                                                          _lag_then_ahead())[50:]) >= 150
+
+
+def test_a_minimum_queue_for_symphony_is_bytes_in_range():
+    with pytest.raises(ValueError, match="mark_min_queue_bytes"):
+        SymphonyParams(t_win_s=1.0, mark_min_queue_bytes=-1)
+    with pytest.raises(ValueError, match="mark_min_queue_bytes"):
+        SymphonyParams(t_win_s=1.0, mark_min_queue_bytes=1.5)

@@ -165,7 +165,8 @@ def agent_config(spec: Spec, sc: Scale, hook: str, seed: int, switch: str) -> Ag
                       if sw.red_scale_with_rate else 0.0, sw.red_per_class),
         symphony=SymphonyParams(t_win_s=sy.t_win_s(sc), k=sy.k, tau=sy.tau,
                                 n_warmup=sy.n_warmup, n_sample=sy.n_sample,
-                                tracking=sy.tracking),
+                                tracking=sy.tracking,
+                                mark_min_queue_bytes=sy.mark_min_queue_bytes),
         trace_arrivals=sw.trace_arrivals,
         pfc=spec.pfc.params(spec.topology.link_rate_gbps, spec.transport.mtu_bytes)
         if spec.topology.flow_control == "pfc" else None,

@@ -217,7 +217,8 @@ def validate(raw: dict, path: str) -> Spec:
              "must be true or false")
     scale = Scale(sc.dilation)
     reuse(path, "symphony", sy, lambda: SymphonyParams(
-        sy.t_win_s(scale), sy.k, sy.tau, sy.n_warmup, sy.n_sample, sy.tracking),
+        sy.t_win_s(scale), sy.k, sy.tau, sy.n_warmup, sy.n_sample, sy.tracking,
+        sy.mark_min_queue_bytes),
         {"t_win_s": "t_win_us"})
     need(dc.variant in DCQCN_VARIANTS, path, "dcqcn.variant", dc.variant,
          f"allowed: {', '.join(DCQCN_VARIANTS)}")

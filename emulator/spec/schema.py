@@ -197,6 +197,7 @@ class SymphonySpec:                  # defaults, bounds: the agent's (switch_age
     n_warmup: int = _num(SymphonyParams.n_warmup, 0, MAX_WINDOWS)
     n_sample: int = _num(SymphonyParams.n_sample, 0, MAX_WINDOWS)
     tracking: str = SymphonyParams.tracking   # job (Algorithm 1) | ring: per (job, ring)
+    mark_min_queue_bytes: int = SymphonyParams.mark_min_queue_bytes   # 0: Algorithm 1's
 
     def t_win_s(self, scale: Scale) -> float:
         """The window as an agent takes it (``SymphonyParams.t_win_s``): emulated seconds.
